@@ -1,0 +1,52 @@
+# Two commands set everything up on a fresh clone: `make eval` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install lint typecheck test check eval bench lock clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "wikiqa needs Python >= 3.11 (set PYTHON=python3.11)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall whenever the project metadata or the lock changes.
+$(STAMP): pyproject.toml requirements.lock | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		-c requirements.lock -e ".[dev]"
+	@touch $@
+
+install: $(STAMP)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/pytest
+
+check: test
+
+# The main job. Until the eval harness lands: an offline smoke run of the snapshot source.
+eval: install
+	$(BIN)/wikiqa snapshot info
+	$(BIN)/wikiqa search "highest mountain on Earth" --limit 3
+	$(BIN)/wikiqa article "Grace Hopper"
+
+bench: install
+	$(BIN)/python -m wikiqa.bench sources
+
+# Regenerate requirements.lock from a clean environment (run after changing dependencies).
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	.lock-venv/bin/python -m pip freeze --exclude-editable > requirements.lock
+	rm -rf .lock-venv
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,30 @@
+"""The benchmark's quality figures (not its timings) are asserted here; speed is printed by
+`python -m wikiqa.bench sources`, never asserted in a timed test."""
+
+from __future__ import annotations
+
+from wikiqa.bench import latency_queries, load_pairs, recall_at
+from wikiqa.snapshot import SnapshotSource
+
+
+def test_recall_pairs_are_many_and_point_at_real_articles(snapshot: SnapshotSource) -> None:
+    pairs = load_pairs()
+    assert len(pairs) >= 40
+    for pair in pairs:
+        for title in pair.titles:
+            article = snapshot.get_article(title)
+            assert article is not None and article.title == title, title
+
+
+def test_search_recall_meets_the_target(snapshot: SnapshotSource) -> None:
+    pairs = load_pairs()
+    assert recall_at(snapshot, pairs, 5) >= 0.9
+    assert recall_at(snapshot, pairs, 1) <= recall_at(snapshot, pairs, 5)
+
+
+def test_latency_queries_are_varied_and_reproducible(snapshot: SnapshotSource) -> None:
+    queries = latency_queries(snapshot)
+    assert len(queries) >= 500
+    assert len(set(queries)) >= 0.95 * len(queries)
+    assert queries == latency_queries(snapshot)
+    assert min(map(len, queries)) < 30 < 120 < max(map(len, queries))

