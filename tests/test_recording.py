@@ -70,6 +70,6 @@ def test_reopening_appends_only_new_articles_and_keeps_old_ones(tmp_path: Path) 
 def test_refuses_to_append_to_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
     path = tmp_path / "other.jsonl"
     path.write_text('{"something": "else"}\n')
-    with pytest.raises(SnapshotError, match=r"other\.jsonl:1: not a wikiqa recording"):
+    with pytest.raises(SnapshotError, match=r"other\.jsonl:1: not a snapshot"):
         RecordingSource(FakeLive(), path)
     assert path.read_text() == '{"something": "else"}\n'

@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from wikiqa.models import Article, Depth, SearchHit
-from wikiqa.source import WikiSource, normalize_title
+from wikiqa.models import Article, Depth
+from wikiqa.source import SourceWrapper, WikiSource, normalize_title
 from wikiqa.text import sentences
 
 
@@ -36,18 +36,14 @@ def plant_text(text: str, planted: str, position: str) -> str:
     return " ".join([*parts[:half], planted, *parts[half:]])
 
 
-class InjectionSource:
+class InjectionSource(SourceWrapper):
     """A `WikiSource` overlay: `inner`'s articles, with planted text in the named ones."""
 
     def __init__(self, inner: WikiSource, plants: list[Plant]) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.plants: dict[str, list[Plant]] = {}
         for plant in plants:
             self.plants.setdefault(normalize_title(plant.title), []).append(plant)
-
-    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
-        return self.inner.search(query, limit)
 
     def get_article(self, title: str, depth: Depth = "lead") -> Article | None:
         article = self.inner.get_article(title, depth)

@@ -14,17 +14,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wikiqa.models import Article, Depth, SearchHit
-from wikiqa.snapshot import RECORDING_FORMAT, SnapshotError
-from wikiqa.source import WikiSource, normalize_title
+from wikiqa.models import Article, Depth
+from wikiqa.snapshot import RECORDING_FORMAT, read_recording
+from wikiqa.source import SourceWrapper, WikiSource, normalize_title
 
 
-class RecordingSource:
+class RecordingSource(SourceWrapper):
     """A `WikiSource` that passes calls through and writes every returned article to `path`."""
 
     def __init__(self, inner: WikiSource, path: Path | str) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.path = Path(path)
         self._lock = threading.Lock()
         self._seen: set[tuple[str, str]] = set()
@@ -41,20 +40,9 @@ class RecordingSource:
             self._append(header)
 
     def _load_existing(self) -> None:
-        with self.path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise SnapshotError(f"{self.path}:{lineno}: invalid JSON: {err.msg}") from err
-                if lineno == 1 and record.get("format") != RECORDING_FORMAT:
-                    raise SnapshotError(f"{self.path}:1: not a wikiqa recording; will not append")
-                if "redirect" in record:
-                    self._redirects.add(normalize_title(record["redirect"]["from"]))
-                elif "title" in record:
-                    self._seen.add((normalize_title(record["title"]), record.get("depth", "lead")))
+        parsed = read_recording(self.path)
+        self._seen = {(normalize_title(e.title), e.depth) for e in parsed.entries}
+        self._redirects = set(parsed.redirects)
 
     def _append(self, record: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as fh:
@@ -69,9 +57,6 @@ class RecordingSource:
         """Whether `title` (or a redirect to it) is already recorded, so resuming skips it."""
         folded = normalize_title(title)
         return (folded, depth) in self._seen or folded in self._redirects
-
-    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
-        return self.inner.search(query, limit)
 
     def get_article(self, title: str, depth: Depth = "lead") -> Article | None:
         article = self.inner.get_article(title, depth)

@@ -107,15 +107,14 @@ def file_sha256(path: Path) -> str:
 
 
 @dataclass
-class _Parsed:
+class ParsedSnapshot:
     entries: list[_Entry]
     skipped: int  # entries without text
     header: dict[str, Any]
     redirects: dict[str, str]  # folded requested title -> article title
 
 
-def _read_entries(path: Path) -> _Parsed:
-    """Parse either snapshot format."""
+def _read_text(path: Path) -> str:
     try:
         raw = path.read_bytes()
     except OSError as err:
@@ -124,13 +123,24 @@ def _read_entries(path: Path) -> _Parsed:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise SnapshotError(f"{path}: not UTF-8 (byte {err.start})") from err
+    return text
+
+
+def read_recording(path: Path) -> ParsedSnapshot:
+    """Parse a recording (JSON lines); any other file is an error naming file and line."""
+    return _read_recording(path, _read_text(path))
+
+
+def _read_entries(path: Path) -> ParsedSnapshot:
+    """Parse either snapshot format."""
+    text = _read_text(path)
     first = text.lstrip()[:1]
     if first == "{" and RECORDING_FORMAT not in text.split("\n", 1)[0]:
         return _read_package_json(path, text)
     return _read_recording(path, text)
 
 
-def _read_package_json(path: Path, text: str) -> _Parsed:
+def _read_package_json(path: Path, text: str) -> ParsedSnapshot:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
@@ -160,10 +170,10 @@ def _read_package_json(path: Path, text: str) -> _Parsed:
                 fetched_at=None,
             )
         )
-    return _Parsed(entries, skipped, {}, {})
+    return ParsedSnapshot(entries, skipped, {}, {})
 
 
-def _read_recording(path: Path, text: str) -> _Parsed:
+def _read_recording(path: Path, text: str) -> ParsedSnapshot:
     lines = text.splitlines()
     header: dict[str, Any] = {}
     redirects: dict[str, str] = {}
@@ -216,7 +226,7 @@ def _read_recording(path: Path, text: str) -> _Parsed:
         )
     if not header:
         raise SnapshotError(f"{path}: empty snapshot file")
-    return _Parsed(entries, skipped, header, redirects)
+    return ParsedSnapshot(entries, skipped, header, redirects)
 
 
 _SCHEMA = """

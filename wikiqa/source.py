@@ -42,6 +42,20 @@ class WikiSource(Protocol):
     def get_article(self, title: str, depth: Depth = "lead") -> Article | None: ...
 
 
+class SourceWrapper:
+    """Base for sources that wrap another (recording, injection): passes calls through."""
+
+    def __init__(self, inner: WikiSource) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
+        return self.inner.search(query, limit)
+
+    def get_article(self, title: str, depth: Depth = "lead") -> Article | None:
+        return self.inner.get_article(title, depth)
+
+
 _DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
 
 
