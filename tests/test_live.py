@@ -14,7 +14,8 @@ import responses
 from responses import matchers
 
 from tests.conftest import dns_failure
-from wikiqa.live import LiveSource, check_host, parse_retry_after
+from wikiqa.live import LiveSource, check_host
+from wikiqa.retry import parse_retry_after
 from wikiqa.source import SourceUnavailable
 
 API = "https://en.wikipedia.org/w/api.php"

@@ -3,29 +3,44 @@
 The public surface is what `__all__` lists; everything else is an implementation detail.
 """
 
+from importlib.metadata import version
 from typing import Any
 
+from wikiqa.agent import Agent
 from wikiqa.injection import InjectionSource, Plant
+from wikiqa.llm import Model, ModelUnavailable, open_model
 from wikiqa.models import Article, Depth, Provenance, SearchHit
 from wikiqa.recording import RecordingSource
+from wikiqa.result import AgentResult, Answer, Citation, Refusal, TraceEvent
 from wikiqa.snapshot import SnapshotError, SnapshotInfo, SnapshotSource
 from wikiqa.source import SourceError, SourceUnavailable, WikiSource, open_source
 
+__version__ = version("wikiqa")
+
 __all__ = [
+    "Agent",
+    "AgentResult",
+    "Answer",
     "Article",
+    "Citation",
     "Depth",
     "InjectionSource",
     "LiveSource",
+    "Model",
+    "ModelUnavailable",
     "Plant",
     "Provenance",
     "RecordingSource",
+    "Refusal",
     "SearchHit",
     "SnapshotError",
     "SnapshotInfo",
     "SnapshotSource",
     "SourceError",
     "SourceUnavailable",
+    "TraceEvent",
     "WikiSource",
+    "open_model",
     "open_source",
 ]
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
     """Everything a run may configure from the environment.
 
-    Only non-secret settings live here for now; API keys arrive with the model providers and are
-    never echoed into results.
+    Secrets are `SecretStr`: they print as `**********`, and only the provider that needs one
+    unwraps it, so no key reaches results, traces or logs.
     """
 
     model_config = SettingsConfigDict(env_prefix="WIKIQA_", env_file=".env", extra="ignore")
@@ -29,6 +29,23 @@ class Settings(BaseSettings):
     contact: str = Field(
         default="https://github.com/wiki-qa/wiki-qa",
         description="Contact URL or email put in the User-Agent, as Wikimedia's policy asks.",
+    )
+
+    model: str = Field(default="extractive", description="Default model spec.")
+    source: str = Field(default="snapshot", description="Default source spec.")
+    anthropic_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("WIKIQA_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("WIKIQA_OPENAI_API_KEY", "OPENAI_API_KEY")
+    )
+    openai_base_url: str | None = Field(
+        default=None, description="Base URL for openai:<model> specs without @<base_url>."
+    )
+    model_timeout: float = Field(default=60.0, gt=0, description="Seconds per model API call.")
+    api_token: SecretStr | None = Field(
+        default=None, description="Bearer token `wikiqa serve` requires, when set."
     )
 
     def cache_dir(self) -> Path:

@@ -3,7 +3,7 @@
 One `get_article` is one API call: extracts (plain text), revision id and lead wikitext (for the
 infobox), canonical url and the disambiguation page prop, with redirects followed.
 
-All retrying happens here, in one tenacity policy, so it can honour Retry-After: mwclient's own
+All retrying happens in one policy (`wikiqa.retry`), so it can honour Retry-After: mwclient's own
 retry loop is switched off (`max_retries=0`) because it sleeps a fixed schedule and does not
 retry 429 at all. A requests response hook turns 429, 5xx and replication-lag responses into a
 retryable error carrying the server's Retry-After before mwclient sees them.
@@ -16,7 +16,6 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from importlib.metadata import version
 from typing import Any
 
@@ -24,11 +23,11 @@ import mwclient
 import mwclient.errors
 import requests
 import urllib3.exceptions
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from wikiqa.config import Settings
 from wikiqa.infobox import parse_infobox
 from wikiqa.models import Article, Depth, Provenance, SearchHit
+from wikiqa.retry import GaveUp, RetryPolicy, Transient, parse_retry_after
 from wikiqa.source import SourceUnavailable, article_url, normalize_title
 
 WIKIMEDIA_DOMAINS = (
@@ -37,14 +36,6 @@ WIKIMEDIA_DOMAINS = (
     "mediawiki.org", "wikifunctions.org",
 )  # fmt: skip
 _TAG = re.compile(r"<[^>]+>")
-
-
-class _Transient(Exception):
-    """A failure worth retrying; `retry_after` is the server's requested wait, if it gave one."""
-
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.retry_after = retry_after
 
 
 def check_host(host: str, allow_any_host: bool = False) -> str:
@@ -67,31 +58,17 @@ def user_agent(contact: str) -> str:
     return f"wikiqa/{version('wikiqa')} ({contact}) mwclient/{version('mwclient')}"
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """Retry-After as seconds: either delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
 def _raise_transient(response: requests.Response, *args: Any, **kwargs: Any) -> None:
     """requests hook: classify retryable HTTP answers while their headers are at hand."""
     retry_after = parse_retry_after(response.headers.get("Retry-After"))
     if response.headers.get("X-Database-Lag"):
         lag = response.headers["X-Database-Lag"]
-        raise _Transient(f"replication lag {lag}s exceeds maxlag", retry_after)
+        raise Transient(f"replication lag {lag}s exceeds maxlag", retry_after)
     if response.status_code == 429:
-        raise _Transient("HTTP 429 Too Many Requests", retry_after)
+        raise Transient("HTTP 429 Too Many Requests", retry_after)
     if 500 <= response.status_code < 600:
         status = f"HTTP {response.status_code} {response.reason or ''}".strip()
-        raise _Transient(status, retry_after)
+        raise Transient(status, retry_after)
 
 
 def _unresolvable(err: requests.ConnectionError) -> bool:
@@ -125,10 +102,7 @@ class LiveSource:
         self.host = check_host(host or settings.live_host, allow)
         self.name = f"live:{self.host}"
         self.max_lag = max_lag
-        self.attempts = attempts
-        self.backoff = backoff
-        self.max_wait = max_wait
-        self._sleep = sleep
+        self.retry = RetryPolicy(attempts=attempts, backoff=backoff, max_wait=max_wait, sleep=sleep)
         self.session = session or requests.Session()
         # mwclient only sets a User-Agent on sessions it creates; this one is ours.
         self.session.headers["User-Agent"] = user_agent(settings.contact)
@@ -144,64 +118,41 @@ class LiveSource:
 
     # -- the HTTP layer ---------------------------------------------------------------------
 
-    def _wait(self, state: RetryCallState) -> float:
-        err = state.outcome.exception() if state.outcome else None
-        if isinstance(err, _Transient) and err.retry_after is not None:
-            return err.retry_after
-        return float(min(self.backoff * 2 ** (state.attempt_number - 1), self.max_wait))
-
     def _query(self, **params: Any) -> dict[str, Any]:
         """One API query, retried on transient failures; raises SourceUnavailable at the end."""
         params = {"formatversion": "2", "maxlag": str(self.max_lag), **params}
-        retrying = Retrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=self._wait,
-            retry=retry_if_exception_type(_Transient),
-            sleep=self._sleep,
-            reraise=True,
-        )
         try:
-            for attempt in retrying:
-                with attempt:
-                    return self._query_once(params)
-        except _Transient as err:
-            raise SourceUnavailable(
-                f"{self.host}: {err} (gave up after {self.attempts} attempts)"
-            ) from err
-        raise AssertionError("unreachable: tenacity either returns or raises")
+            return self.retry.call(lambda: self._query_once(params))
+        except GaveUp as err:
+            raise SourceUnavailable(f"{self.host}: {err}") from err
 
     def _query_once(self, params: Mapping[str, Any]) -> dict[str, Any]:
         try:
             result = self._site.api("query", http_method="GET", **params)
-        except _Transient as err:
-            if err.retry_after is not None and err.retry_after > self.max_wait:
-                raise SourceUnavailable(
-                    f"{self.host}: {err}; server asked to wait {err.retry_after:.0f}s, "
-                    f"more than max_wait={self.max_wait:.0f}s"
-                ) from err
+        except Transient:
             raise
         except requests.Timeout as err:
-            raise _Transient("request timed out") from err
+            raise Transient("request timed out") from err
         except requests.ConnectionError as err:
             if _unresolvable(err):
                 raise SourceUnavailable(
                     f"cannot resolve {self.host}: no network? "
                     "(the offline snapshot is the default source)"
                 ) from err
-            raise _Transient(f"connection failed: {err}") from err
+            raise Transient(f"connection failed: {err}") from err
         except requests.HTTPError as err:
             status = err.response.status_code if err.response is not None else "?"
             raise SourceUnavailable(f"{self.host}: HTTP {status}") from err
         except mwclient.errors.InvalidResponse as err:
-            raise _Transient("malformed response (not JSON)") from err
+            raise Transient("malformed response (not JSON)") from err
         except mwclient.errors.MaximumRetriesExceeded as err:
-            raise _Transient("server-side database error") from err
+            raise Transient("server-side database error") from err
         except mwclient.errors.APIError as err:
             if err.code in {"maxlag", "ratelimited"}:
-                raise _Transient(f"API error {err.code}: {err.info}") from err
+                raise Transient(f"API error {err.code}: {err.info}") from err
             raise SourceUnavailable(f"{self.host}: API error {err.code}: {err.info}") from err
         if not isinstance(result, Mapping) or not isinstance(result.get("query"), Mapping):
-            raise _Transient("malformed response (no query result)")
+            raise Transient("malformed response (no query result)")
         return dict(result)
 
     # -- WikiSource ---------------------------------------------------------------------------
