@@ -132,3 +132,40 @@ def test_console_script_runs_as_a_module() -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Mount Everest" in result.stdout
+
+
+def test_ask_json_prints_the_whole_result(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "ask", "Who developed the FLOW-MATIC programming language?", "--json"
+    )
+    result = json.loads(out)
+    assert code == 0
+    assert result["output"]["kind"] == "answer"
+    assert result["output"]["citations"][0]["title"] == "Grace Hopper"
+    assert result["model"] == "extractive" and result["source"] == "snapshot"
+
+
+def test_ask_verbose_streams_the_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "ask", "What did Grace Hopper eat on her 40th birthday?", "-v")
+    assert code == 0
+    assert out.startswith("Refused (not_supported): ")
+    lines = err.splitlines()
+    assert lines[0].startswith("[search] ") and lines[1].startswith("[model] extractive -> ")
+    assert any(line.startswith("[fetch] 'Grace Hopper'") for line in lines)
+    assert lines[-1].startswith("[decision] refused (not_supported)")
+
+
+def test_ask_rejects_bad_model_specs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "ask", "x", "--model", "extractive:threshold=2")
+    assert code == 1 and "threshold must be in [0, 1]" in err
+    code, _, err = run(capsys, "ask", "x", "--model", "nope")
+    assert code == 1 and "unknown model spec 'nope'" in err
+
+
+def test_ask_exits_3_on_an_infrastructure_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    script = tmp_path / "down.json"
+    script.write_text('[{"unavailable": "overloaded (HTTP 529)"}]')
+    code, out, _ = run(capsys, "ask", "Who developed FLOW-MATIC?", "--model", f"scripted:{script}")
+    assert code == 3 and out.startswith("Refused (model_unavailable)")

@@ -31,7 +31,7 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, max_length=1000, description="1 to 1000 characters.")
-    options: AskOptions = Field(default_factory=lambda: AskOptions())
+    options: AskOptions = Field(default_factory=AskOptions)
 
     @field_validator("question")
     @classmethod

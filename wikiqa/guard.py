@@ -111,6 +111,12 @@ def scan(article: Article) -> list[Finding]:
     return list(dict.fromkeys(findings))
 
 
+def _host(address: str) -> str:
+    """'https://www.evil.example/x' -> 'evil.example': the part an output might carry bare."""
+    host = re.sub(r"^(?:https?://)?(?:www\.)?", "", address.casefold())
+    return re.split(r"[/?#:]", host, maxsplit=1)[0]
+
+
 def _longest_common_run(a: list[str], b: list[str]) -> int:
     best = 0
     previous = [0] * (len(b) + 1)
@@ -146,7 +152,7 @@ def violations(output: str, findings: list[Finding]) -> list[str]:
     out_words = words(output)
     for finding in findings:
         if finding.kind == "url":
-            if finding.text.casefold() in lowered:
+            if _host(finding.text) in lowered:
                 problems.append(
                     f"the output carries {finding.text!r}, an address from {finding.title!r}"
                 )

@@ -1,0 +1,345 @@
+"""The anthropic and openai providers through their real SDKs, over httpx2.MockTransport."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+import pytest
+
+from wikiqa.agent import Agent
+from wikiqa.anthropic_model import AnthropicModel
+from wikiqa.llm import Message, ModelUnavailable, ToolResult, UserMessage, open_model
+from wikiqa.openai_model import OpenAIModel
+from wikiqa.result import Answer
+from wikiqa.retry import RetryPolicy
+from wikiqa.snapshot import SnapshotSource
+from wikiqa.tools import TOOLS
+
+FAKE_KEY = "sk-ant-api03-TESTKEY-never-shown"
+HOPPER = "She developed the FLOW-MATIC programming language."
+Handler = Callable[[httpx2.Request], httpx2.Response]
+
+
+def scripted_transport(responses: list[Any], seen: list[httpx2.Request]) -> httpx2.MockTransport:
+    """Serve `responses` in order: an httpx2.Response, or an exception to raise."""
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        item = responses[min(len(seen), len(responses)) - 1]
+        if isinstance(item, Exception):
+            raise item
+        assert isinstance(item, httpx2.Response)
+        return item
+
+    return httpx2.MockTransport(handler)
+
+
+def anthropic_message(content: list[dict[str, Any]], stop: str = "tool_use") -> httpx2.Response:
+    return httpx2.Response(
+        200,
+        json={
+            "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-6",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 2095,
+                "output_tokens": 103,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 1800,
+                "service_tier": "standard",
+            },
+        },
+        headers={"request-id": "req_011CPw7Y6bGh7c", "content-type": "application/json"},
+    )
+
+
+def anthropic_error(
+    status: int, kind: str, headers: dict[str, str] | None = None
+) -> httpx2.Response:
+    return httpx2.Response(
+        status,
+        json={"type": "error", "error": {"type": kind, "message": kind.replace("_", " ")}},
+        headers={"content-type": "application/json", **(headers or {})},
+    )
+
+
+def tool_use(
+    name: str, arguments: dict[str, Any], id_: str = "toolu_01A09q90qw90lq917835lq9"
+) -> dict[str, Any]:
+    return {"type": "tool_use", "id": id_, "name": name, "input": arguments}
+
+
+def claude(transport: httpx2.MockTransport, waits: list[float]) -> AnthropicModel:
+    return AnthropicModel(
+        "claude-sonnet-4-6",
+        api_key=FAKE_KEY,
+        sdk_max_retries=0,
+        retry=RetryPolicy(attempts=3, backoff=1.0, max_wait=60.0, sleep=waits.append),
+        http_client=httpx2.Client(transport=transport),
+    )
+
+
+def openai_completion(message: dict[str, Any], finish: str = "tool_calls") -> httpx2.Response:
+    return httpx2.Response(
+        200,
+        json={
+            "id": "chatcmpl-9x7",
+            "object": "chat.completion",
+            "created": 1764400000,
+            "model": "qwen2.5:7b-instruct",
+            "system_fingerprint": "fp_ollama",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 812, "completion_tokens": 24, "total_tokens": 836},
+        },
+    )
+
+
+def openai_call(name: str, arguments: str, id_: str = "call_x1") -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": id_,
+                "index": 0,
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+        ],
+    }
+
+
+def local(transport: httpx2.MockTransport, waits: list[float]) -> OpenAIModel:
+    return OpenAIModel(
+        "qwen2.5:7b-instruct",
+        base_url="http://127.0.0.1:11434/v1",
+        sdk_max_retries=0,
+        retry=RetryPolicy(attempts=3, backoff=1.0, max_wait=60.0, sleep=waits.append),
+        http_client=httpx2.Client(transport=transport),
+    )
+
+
+CONVERSATION: list[Message] = [
+    UserMessage(text="Who developed FLOW-MATIC?"),
+]
+
+# -- anthropic --------------------------------------------------------------------------------
+
+
+def test_anthropic_tool_use_turn_with_caching_and_usage() -> None:
+    seen: list[httpx2.Request] = []
+    reply = anthropic_message(
+        [
+            {"type": "text", "text": "Let me read it."},
+            tool_use("get_article", {"title": "Grace Hopper"}),
+        ]
+    )
+    model = claude(scripted_transport([reply], seen), [])
+    turn = model("SYSTEM", CONVERSATION, TOOLS)
+    assert turn.message.text == "Let me read it."
+    assert [(c.name, c.arguments) for c in turn.message.tool_calls] == [
+        ("get_article", {"title": "Grace Hopper"})
+    ]
+    assert turn.usage.input_tokens == 2095 and turn.usage.cache_read_tokens == 1800
+    assert turn.model == "claude-sonnet-4-6" and turn.stop_reason == "tool_use"
+    body = json.loads(seen[0].content)
+    assert body["system"] == [
+        {"type": "text", "text": "SYSTEM", "cache_control": {"type": "ephemeral"}}
+    ]
+    assert [t["name"] for t in body["tools"]] == [t.name for t in TOOLS]
+    assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert seen[0].headers["authorization"] == f"Bearer {FAKE_KEY}"
+
+
+def test_anthropic_tool_results_ride_in_one_user_turn(tiny: SnapshotSource) -> None:
+    seen: list[httpx2.Request] = []
+    model = claude(
+        scripted_transport([anthropic_message([tool_use("refuse", {"reason": "x"})])], seen), []
+    )
+    result = Agent(model, tiny).ask("Who developed FLOW-MATIC?")
+    body = json.loads(seen[0].content)
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["user", "assistant", "user"]
+    assert body["messages"][1]["content"][0]["type"] == "tool_use"
+    result_block = body["messages"][2]["content"][0]
+    assert (
+        result_block["type"] == "tool_result"
+        and "untrusted_search_results" in result_block["content"]
+    )
+    assert result.output.kind == "refusal"
+
+
+@pytest.mark.parametrize(
+    ("failure", "expected_wait"),
+    [
+        (anthropic_error(429, "rate_limit_error", {"retry-after": "7"}), 7.0),
+        (anthropic_error(529, "overloaded_error"), 1.0),
+        (anthropic_error(500, "api_error"), 1.0),
+        (httpx2.ReadTimeout("timed out"), 1.0),
+    ],
+)
+def test_anthropic_retries_transient_failures(failure: Any, expected_wait: float) -> None:
+    seen: list[httpx2.Request] = []
+    waits: list[float] = []
+    ok = anthropic_message([tool_use("refuse", {"reason": "no"})])
+    turn = claude(scripted_transport([failure, ok], seen), waits)("S", CONVERSATION, TOOLS)
+    assert turn.message.tool_calls[0].name == "refuse"
+    assert waits == [expected_wait] and len(seen) == 2
+
+
+def test_anthropic_persistent_overload_is_model_unavailable() -> None:
+    seen: list[httpx2.Request] = []
+    waits: list[float] = []
+    model = claude(scripted_transport([anthropic_error(529, "overloaded_error")], seen), waits)
+    with pytest.raises(ModelUnavailable, match=r"overloaded \(HTTP 529\).*after 3 attempts"):
+        model("S", CONVERSATION, TOOLS)
+    assert len(seen) == 3 and waits == [1.0, 2.0]
+
+
+def test_anthropic_sdk_retries_come_first() -> None:
+    seen: list[httpx2.Request] = []
+    fast = {"retry-after-ms": "1"}
+    model = AnthropicModel(
+        "claude-sonnet-4-6",
+        api_key=FAKE_KEY,
+        sdk_max_retries=2,
+        retry=RetryPolicy(attempts=1, sleep=lambda s: None),
+        http_client=httpx2.Client(
+            transport=scripted_transport(
+                [anthropic_error(529, "overloaded_error", fast), anthropic_error(429, "rate_limit_error", fast),
+                 anthropic_message([tool_use("refuse", {"reason": "no"})])],
+                seen,
+            )
+        ),
+    )  # fmt: skip
+    assert model("S", CONVERSATION, TOOLS).message.tool_calls[0].name == "refuse"
+    assert len(seen) == 3
+
+
+def test_anthropic_client_errors_are_not_retried() -> None:
+    seen: list[httpx2.Request] = []
+    model = claude(scripted_transport([anthropic_error(400, "invalid_request_error")], seen), [])
+    with pytest.raises(ModelUnavailable, match="HTTP 400"):
+        model("S", CONVERSATION, TOOLS)
+    assert len(seen) == 1
+
+
+def test_anthropic_refusal_stop_reason_is_model_unavailable() -> None:
+    model = claude(scripted_transport([anthropic_message([], stop="refusal")], []), [])
+    with pytest.raises(ModelUnavailable, match="stop_reason=refusal"):
+        model("S", CONVERSATION, TOOLS)
+
+
+def test_anthropic_malformed_tool_input_reaches_the_loop_as_an_error(tiny: SnapshotSource) -> None:
+    bad = anthropic_message([tool_use("get_article", {"titel": "Grace Hopper"})])
+    fine = anthropic_message([tool_use("refuse", {"reason": "cannot tell"}, "toolu_02")])
+    model = claude(scripted_transport([bad, fine], []), [])
+    result = Agent(model, tiny).ask("Who developed FLOW-MATIC?")
+    error = next(e for e in result.trace if e.kind == "error")
+    assert "titel: Extra inputs are not permitted" in error.summary
+    assert result.output.kind == "refusal" and not result.infrastructure_error
+
+
+def test_anthropic_full_run_records_tokens_and_cost_and_no_key(tiny: SnapshotSource) -> None:
+    turns = [
+        anthropic_message([tool_use("get_article", {"title": "Grace Hopper"}, "toolu_1")]),
+        anthropic_message(
+            [tool_use("submit_answer", {"answer": "Grace Hopper.", "citations": [{"title": "Grace Hopper", "quote": HOPPER}]}, "toolu_2")],
+        ),
+    ]  # fmt: skip
+    model = claude(scripted_transport(turns, []), [])
+    result = Agent(model, tiny).ask("Who developed FLOW-MATIC?")
+    assert isinstance(result.output, Answer)
+    assert result.usage.tokens.input_tokens == 2 * 2095
+    assert result.usage.estimated_cost_usd == pytest.approx(
+        (2 * 2095 * 3 + 2 * 103 * 15 + 2 * 1800 * 0.3) / 1e6
+    )
+    assert result.model == "anthropic:claude-sonnet-4-6"
+    assert FAKE_KEY not in result.model_dump_json()
+
+
+def test_anthropic_without_a_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("WIKIQA_ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="needs an API key: set WIKIQA_ANTHROPIC_API_KEY"):
+        open_model("anthropic:claude-sonnet-4-6")
+
+
+# -- openai-compatible ------------------------------------------------------------------------
+
+
+def test_openai_tool_call_turn_and_request_shape() -> None:
+    seen: list[httpx2.Request] = []
+    reply = openai_completion(openai_call("get_article", '{"title": "Grace Hopper"}'))
+    model = local(scripted_transport([reply], seen), [])
+    messages: list[Message] = [
+        *CONVERSATION,
+        ToolResult(call_id="c0", name="search_wikipedia", content="hits"),
+    ]
+    turn = model("SYSTEM", messages, TOOLS)
+    assert turn.message.tool_calls[0].arguments == {"title": "Grace Hopper"}
+    assert turn.usage.input_tokens == 812 and turn.usage.output_tokens == 24
+    assert str(seen[0].url) == "http://127.0.0.1:11434/v1/chat/completions"
+    body = json.loads(seen[0].content)
+    assert body["messages"][0] == {"role": "system", "content": "SYSTEM"}
+    assert body["messages"][-1] == {"role": "tool", "tool_call_id": "c0", "content": "hits"}
+    assert body["tools"][0]["type"] == "function" and body["tool_choice"] == "auto"
+    assert model.spec == "openai:qwen2.5:7b-instruct@http://127.0.0.1:11434/v1"
+
+
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        ('{"title": "Grace Hop', "invalid JSON"),  # truncated
+        ('["Grace Hopper"]', "not a JSON object"),
+    ],
+)
+def test_openai_malformed_arguments_are_flagged(raw: str, error: str) -> None:
+    model = local(scripted_transport([openai_completion(openai_call("get_article", raw))], []), [])
+    call = model("S", CONVERSATION, TOOLS).message.tool_calls[0]
+    assert call.error is not None and error in call.error
+    assert call.raw_arguments == raw and call.arguments == {}
+
+
+@pytest.mark.parametrize(
+    ("failure", "expected_wait"),
+    [
+        (httpx2.Response(429, json={"error": {"message": "slow down"}}, headers={"retry-after": "3"}), 3.0),
+        (httpx2.Response(503, json={"error": {"message": "loading model"}}), 1.0),
+        (httpx2.ConnectError("connection refused"), 1.0),
+        (httpx2.ReadTimeout("timed out"), 1.0),
+    ],
+)  # fmt: skip
+def test_openai_retries_transient_failures(failure: Any, expected_wait: float) -> None:
+    waits: list[float] = []
+    ok = openai_completion(openai_call("refuse", '{"reason": "no"}'))
+    turn = local(scripted_transport([failure, ok], []), waits)("S", CONVERSATION, TOOLS)
+    assert turn.message.tool_calls[0].name == "refuse" and waits == [expected_wait]
+
+
+def test_openai_outage_becomes_an_infrastructure_refusal(tiny: SnapshotSource) -> None:
+    model = local(
+        scripted_transport([httpx2.Response(500, json={"error": {"message": "boom"}})], []), []
+    )
+    result = Agent(model, tiny).ask("Who developed FLOW-MATIC?")
+    assert result.output.kind == "refusal"
+    assert result.output.reason_code == "model_unavailable" and result.infrastructure_error
+
+
+def test_openai_spec_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = open_model("openai:qwen2.5:7b@http://127.0.0.1:8080/v1")
+    assert isinstance(model, OpenAIModel)
+    assert (model.model, model.base_url) == ("qwen2.5:7b", "http://127.0.0.1:8080/v1")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("WIKIQA_OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="needs WIKIQA_OPENAI_API_KEY"):
+        open_model("openai:gpt-5")
+    with pytest.raises(ValueError, match="unknown model spec"):
+        open_model("gemini:pro")
