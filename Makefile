@@ -39,6 +39,7 @@ eval: install
 
 bench: install
 	$(BIN)/python -m wikiqa.bench sources
+	$(BIN)/python -m wikiqa.bench ask
 
 # Regenerate requirements.lock from a clean environment (run after changing dependencies).
 lock:

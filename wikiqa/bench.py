@@ -1,4 +1,4 @@
-"""Benchmarks that print figures: `python -m wikiqa.bench sources [--json]`.
+"""Benchmarks that print figures: `python -m wikiqa.bench sources|ask [--json]`.
 
 Speed is measured here, never asserted in timed unit tests: the figures go into issue notes with
 the command that printed them. Targets (2-core machine) are printed beside each figure.
@@ -10,6 +10,7 @@ import argparse
 import json
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -111,13 +112,60 @@ def bench_sources(pairs_path: Path | None = None) -> dict[str, float]:
         }
 
 
+def bench_ask(processes: int = 10, pairs_path: Path | None = None) -> dict[str, float]:
+    """Offline `ask` latency: in-process over the recall questions, and as new processes."""
+    from wikiqa.agent import Agent
+    from wikiqa.extractive import ExtractiveModel
+
+    questions = [p.question for p in load_pairs(pairs_path)]
+    agent = Agent(ExtractiveModel(), SnapshotSource())
+    for question in questions[:3]:  # the first run opens the index and warms caches
+        agent.ask(question)
+    in_process, answered = [], 0
+    for question in questions:
+        start = time.perf_counter()
+        result = agent.ask(question)
+        in_process.append((time.perf_counter() - start) * 1000)
+        answered += result.output.kind == "answer"
+    script = Path(sys.executable).with_name("wikiqa")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "wikiqa.cli"]
+    new_process = []
+    for question in questions[:processes]:
+        start = time.perf_counter()
+        subprocess.run([*command, "ask", question], check=True, capture_output=True)
+        new_process.append(time.perf_counter() - start)
+    return {
+        "questions": len(questions),
+        "answered": answered,
+        "ask_in_process_p50_ms": statistics.median(in_process),
+        "ask_in_process_p95_ms": _percentile(in_process, 95),
+        "processes": len(new_process),
+        "ask_new_process_p50_s": statistics.median(new_process),
+        "ask_new_process_max_s": max(new_process),
+    }
+
+
 _TARGETS = {
     "first_build_s": ("<=", 15.0),
     "reopen_s": ("<=", 0.3),
     "search_p50_ms": ("<=", 5.0),
     "search_p95_ms": ("<=", 20.0),
     "recall_at_5": (">=", 0.9),
+    "ask_in_process_p50_ms": ("<=", 50.0),
+    "ask_new_process_p50_s": ("<=", 1.5),
 }
+
+
+def _report_ask(figures: dict[str, float]) -> str:
+    lines = [
+        f"ask (offline: snapshot + extractive): {figures['questions']:.0f} questions in process "
+        f"({figures['answered']:.0f} answered), {figures['processes']:.0f} as new processes"
+    ]
+    for key in ("ask_in_process_p50_ms", "ask_in_process_p95_ms"):
+        lines.append(_line(key, figures[key], "{:.2f}"))
+    for key in ("ask_new_process_p50_s", "ask_new_process_max_s"):
+        lines.append(_line(key, figures[key], "{:.3f}"))
+    return "\n".join(lines)
 
 
 def _report(figures: dict[str, float]) -> str:
@@ -133,7 +181,7 @@ def _report(figures: dict[str, float]) -> str:
 
 
 def _line(key: str, value: float, fmt: str) -> str:
-    text = f"{key:<14} {fmt.format(value):>8}"
+    text = f"{key:<22} {fmt.format(value):>8}"
     if key in _TARGETS:
         op, bound = _TARGETS[key]
         ok = value <= bound if op == "<=" else value >= bound
@@ -143,12 +191,17 @@ def _line(key: str, value: float, fmt: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wikiqa.bench")
-    parser.add_argument("suite", choices=["sources"])
+    parser.add_argument("suite", choices=["sources", "ask"])
     parser.add_argument("--pairs", type=Path, help="JSONL of {question, titles} (default: bundled)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    figures = bench_sources(args.pairs)
-    print(json.dumps(figures, indent=2) if args.json else _report(figures))
+    if args.suite == "sources":
+        figures = bench_sources(args.pairs)
+        report = _report(figures)
+    else:
+        figures = bench_ask(pairs_path=args.pairs)
+        report = _report_ask(figures)
+    print(json.dumps(figures, indent=2) if args.json else report)
     return 0
 
 
