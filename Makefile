@@ -26,8 +26,10 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# Unit tests, then the regression gate: the offline dev run against results/baseline.json.
 test: lint typecheck
 	$(BIN)/pytest
+	$(BIN)/wikiqa check
 
 check: test
 

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from wikiqa.grounding import Fetched, citation_problems, coverage
+from wikiqa.grounding import Fetched, citation_problems, coverage, quotable_text
 from wikiqa.guard import Finding, scan, violations
 from wikiqa.llm import (
     AssistantMessage,
@@ -48,6 +48,7 @@ from wikiqa.result import (
     EventKind,
     Output,
     Refusal,
+    Retrieved,
     TraceEvent,
     Usage,
 )
@@ -132,6 +133,7 @@ class _Run:
         self.trace: list[TraceEvent] = []
         self.tokens = TokenUsage()
         self.model_calls = 0
+        self.cached_calls = 0
         self.tool_calls = 0
         self.repairs = 0
         self.guard_blocked = 0
@@ -188,9 +190,20 @@ class _Run:
             guard_blocked=self.guard_blocked,
             repairs=self.repairs,
             trace=self.trace,
+            retrieved=[
+                Retrieved(
+                    title=a.title,
+                    url=a.url,
+                    revision_id=a.revision_id,
+                    text=quotable_text(a),
+                    injected=a.provenance.injected,
+                )
+                for a in self.fetched.articles.values()
+            ],
             usage=Usage(
                 tokens=self.tokens,
                 model_calls=self.model_calls,
+                cached_model_calls=self.cached_calls,
                 tool_calls=self.tool_calls,
                 estimated_cost_usd=estimate_cost(spec, self.tokens),
                 cost_note=PRICE_NOTE,
@@ -252,6 +265,7 @@ class _Run:
         turn = self.agent.model(SYSTEM_PROMPT, self.messages, TOOLS)
         latency = (time.perf_counter() - start) * 1000
         self.model_calls += 1
+        self.cached_calls += turn.cached
         self.tokens = self.tokens + turn.usage
         calls = ", ".join(f"{c.name}({_brief(c.arguments)})" for c in turn.message.tool_calls)
         self.event(
@@ -261,6 +275,7 @@ class _Run:
             turn.usage,
             stop_reason=turn.stop_reason,
             text=turn.message.text,
+            cached=turn.cached,
         )
         return turn
 

@@ -141,9 +141,10 @@ class AnthropicModel:
             "max_tokens": self.max_tokens,
             # One breakpoint at the end of the system prompt caches tools + system together.
             "system": [{"type": "text", "text": system, "cache_control": _EPHEMERAL}],
-            "tools": tool_params,
             "messages": to_anthropic(messages),
         }
+        if tool_params:  # judges call without tools
+            request["tools"] = tool_params
         try:
             response = self.retry.call(lambda: self._create(request))
         except GaveUp as err:

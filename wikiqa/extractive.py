@@ -113,11 +113,9 @@ class ExtractiveModel:
             citation = {"title": best.title, "quote": best.sentence}
             return self._turn(step, [(SUBMIT, {"answer": best.sentence, "citations": [citation]})])
         score = f"{ranked[0].score:.2f}" if ranked else "none"
-        reason = (
-            f"No fetched article supports an answer: the best sentence scored {score}, "
-            f"under the threshold {self.threshold:.2f}."
-        )
-        return self._turn(step, [(REFUSE, {"reason": reason})])
+        note = f"best sentence score {score}, threshold {self.threshold:.2f}"
+        reason = "No fetched article supports an answer to this question."
+        return self._turn(step, [(REFUSE, {"reason": reason})], note)
 
     def rank(self, question: str, articles: Sequence[Article]) -> list[Candidate]:
         """Every sentence of every article, best first (ties: earlier article, earlier sentence)."""
@@ -154,11 +152,15 @@ class ExtractiveModel:
         n = len(sentence_terms)
         return {t: math.log(1 + n / (1 + sum(t in s for s in sentence_terms))) for t in terms}
 
-    def _turn(self, step: int, calls: list[tuple[str, dict[str, object]]]) -> ModelTurn:
+    def _turn(
+        self, step: int, calls: list[tuple[str, dict[str, object]]], note: str = ""
+    ) -> ModelTurn:
         tool_calls = [
             ToolCall(id=f"ext_{step}_{i}", name=name, arguments=args)
             for i, (name, args) in enumerate(calls)
         ]
         return ModelTurn(
-            message=AssistantMessage(tool_calls=tool_calls), model=self.spec, stop_reason="tool_use"
+            message=AssistantMessage(text=note, tool_calls=tool_calls),
+            model=self.spec,
+            stop_reason="tool_use",
         )

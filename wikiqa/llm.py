@@ -97,6 +97,7 @@ class ModelTurn(BaseModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     stop_reason: str | None = None
     model: str = Field(description="The model id the provider reports having used.")
+    cached: bool = Field(False, description="Served from the response cache, not the model.")
 
 
 class ModelUnavailable(Exception):

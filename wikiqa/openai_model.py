@@ -145,7 +145,9 @@ class OpenAIModel:
             "model": self.model,
             "max_tokens": self.max_tokens,
             "messages": to_openai(system, messages),
-            "tools": [
+        }
+        if tools:  # judges call without tools
+            request["tools"] = [
                 {
                     "type": "function",
                     "function": {
@@ -155,9 +157,8 @@ class OpenAIModel:
                     },
                 }
                 for t in tools
-            ],
-            "tool_choice": "auto",
-        }
+            ]
+            request["tool_choice"] = "auto"
         try:
             return self.retry.call(lambda: from_openai(self._create(request)))
         except GaveUp as err:

@@ -66,9 +66,20 @@ class TraceEvent(BaseModel):
         return f"[{self.kind}] {self.summary}{timing}"
 
 
+class Retrieved(BaseModel):
+    """An article the run fetched, as the grounding check saw it (text plus infobox lines)."""
+
+    title: str
+    url: str
+    revision_id: int | None = None
+    text: str
+    injected: bool = False
+
+
 class Usage(BaseModel):
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     model_calls: int = 0
+    cached_model_calls: int = Field(0, description="Model calls answered from the response cache.")
     tool_calls: int = 0
     estimated_cost_usd: float | None = None
     cost_note: str = ""
@@ -85,6 +96,7 @@ class AgentResult(BaseModel):
     guard_blocked: int = Field(0, description="Submissions the injection guard rejected.")
     repairs: int = 0
     trace: list[TraceEvent] = Field(default_factory=list)
+    retrieved: list[Retrieved] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     latency_ms: float = 0.0
     model: str

@@ -44,7 +44,7 @@ class ScriptedModel:
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> ModelTurn:
         # The loop's forced search is the first assistant message; model turns follow it.
-        index = sum(isinstance(m, AssistantMessage) for m in messages) - 1
+        index = max(0, sum(isinstance(m, AssistantMessage) for m in messages) - 1)
         turn = self.turns[index] if 0 <= index < len(self.turns) else {"text": ""}
         if isinstance(turn, dict) and "unavailable" in turn:
             raise ModelUnavailable(str(turn["unavailable"]))
