@@ -42,6 +42,7 @@ eval: install
 bench: install
 	$(BIN)/python -m wikiqa.bench sources
 	$(BIN)/python -m wikiqa.bench ask
+	$(BIN)/python -m wikiqa.bench eval
 
 # Regenerate requirements.lock from a clean environment (run after changing dependencies).
 lock:

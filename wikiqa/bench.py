@@ -1,4 +1,4 @@
-"""Benchmarks that print figures: `python -m wikiqa.bench sources|ask [--json]`.
+"""Benchmarks that print figures: `python -m wikiqa.bench sources|ask|eval [--json]`.
 
 Speed is measured here, never asserted in timed unit tests: the figures go into issue notes with
 the command that printed them. Targets (2-core machine) are printed beside each figure.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -17,6 +18,7 @@ import time
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -145,6 +147,67 @@ def bench_ask(processes: int = 10, pairs_path: Path | None = None) -> dict[str, 
     }
 
 
+class _SlowModel:
+    """The extractive policy behind a fixed 200 ms delay: a stand-in for a remote model, so the
+    runner's concurrency is measured against an ideal that is known exactly."""
+
+    def __init__(self, delay: float = 0.2) -> None:
+        from wikiqa.extractive import ExtractiveModel
+
+        self.inner = ExtractiveModel()
+        self.delay = delay
+        self.spec = f"scripted-sleep:{delay}"
+
+    def __call__(self, system: Any, messages: Any, tools: Any) -> Any:
+        time.sleep(self.delay)
+        return self.inner(system, messages, tools)
+
+
+def bench_eval(
+    concurrency: int = 16, slow_tasks: int = 16, slow_trials: int = 2
+) -> dict[str, float]:
+    """Offline dev-suite wall time, the cached rerun's model calls, and concurrency speed-up."""
+    from wikiqa.harness import RunConfig, run_eval
+
+    with tempfile.TemporaryDirectory(prefix="wikiqa-bench-") as tmp:
+        home = Path(tmp)
+        os.environ["WIKIQA_HOME"] = str(home / "home")
+        source = SnapshotSource()  # build the index before timing
+        config = RunConfig(trials=3, out=home / "out", concurrency=8)
+        start = time.perf_counter()
+        cold = run_eval(config, source=source, progress=False)
+        cold_s = time.perf_counter() - start
+        start = time.perf_counter()
+        warm = run_eval(config, source=source, progress=False)
+        warm_s = time.perf_counter() - start
+        # 32 trials: exactly two waves of 16, so the ideal speed-up is exactly 16.
+        slow = {"trials": slow_trials, "limit": slow_tasks, "cache": False, "out": home / "slow"}
+        timings = {}
+        for workers in (1, concurrency):
+            start = time.perf_counter()
+            run_eval(
+                RunConfig(**slow, concurrency=workers),
+                model=_SlowModel(),
+                source=source,
+                progress=False,
+            )
+            timings[workers] = time.perf_counter() - start
+    speedup = timings[1] / timings[concurrency]
+    return {
+        "dev_trials": cold.trials_run,
+        "dev_x3_wall_s": cold_s,
+        "dev_x3_model_calls": cold.model_calls,
+        "rerun_wall_s": warm_s,
+        "rerun_model_calls": warm.model_calls,
+        "slow_trials": slow_tasks * slow_trials,
+        "serial_s": timings[1],
+        "concurrent_s": timings[concurrency],
+        "concurrency": concurrency,
+        "speedup": speedup,
+        "speedup_share_of_ideal": speedup / concurrency,
+    }
+
+
 _TARGETS = {
     "first_build_s": ("<=", 15.0),
     "reopen_s": ("<=", 0.3),
@@ -153,6 +216,9 @@ _TARGETS = {
     "recall_at_5": (">=", 0.9),
     "ask_in_process_p50_ms": ("<=", 50.0),
     "ask_new_process_p50_s": ("<=", 1.5),
+    "dev_x3_wall_s": ("<=", 60.0),
+    "rerun_model_calls": ("<=", 0.0),
+    "speedup_share_of_ideal": (">=", 0.8),
 }
 
 
@@ -165,6 +231,24 @@ def _report_ask(figures: dict[str, float]) -> str:
         lines.append(_line(key, figures[key], "{:.2f}"))
     for key in ("ask_new_process_p50_s", "ask_new_process_max_s"):
         lines.append(_line(key, figures[key], "{:.3f}"))
+    return "\n".join(lines)
+
+
+def _report_eval(figures: dict[str, float]) -> str:
+    lines = [
+        f"eval (offline dev suite x 3 trials = {figures['dev_trials']:.0f} trials, "
+        f"{figures['dev_x3_model_calls']:.0f} model calls; concurrency test: "
+        f"{figures['slow_trials']:.0f} trials, model sleeping 200 ms per call)"
+    ]
+    lines.append(_line("dev_x3_wall_s", figures["dev_x3_wall_s"], "{:.2f}"))
+    lines.append(_line("rerun_wall_s", figures["rerun_wall_s"], "{:.2f}"))
+    lines.append(_line("rerun_model_calls", figures["rerun_model_calls"], "{:.0f}"))
+    lines.append(_line("serial_s", figures["serial_s"], "{:.2f}"))
+    lines.append(_line("concurrent_s", figures["concurrent_s"], "{:.2f}"))
+    lines.append(
+        _line("speedup", figures["speedup"], "{:.1f}") + f"   ideal {figures['concurrency']:.0f}"
+    )
+    lines.append(_line("speedup_share_of_ideal", figures["speedup_share_of_ideal"], "{:.2f}"))
     return "\n".join(lines)
 
 
@@ -191,16 +275,19 @@ def _line(key: str, value: float, fmt: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wikiqa.bench")
-    parser.add_argument("suite", choices=["sources", "ask"])
+    parser.add_argument("suite", choices=["sources", "ask", "eval"])
     parser.add_argument("--pairs", type=Path, help="JSONL of {question, titles} (default: bundled)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.suite == "sources":
         figures = bench_sources(args.pairs)
         report = _report(figures)
-    else:
+    elif args.suite == "ask":
         figures = bench_ask(pairs_path=args.pairs)
         report = _report_ask(figures)
+    else:
+        figures = bench_eval()
+        report = _report_eval(figures)
     print(json.dumps(figures, indent=2) if args.json else report)
     return 0
 

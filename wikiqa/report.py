@@ -79,35 +79,61 @@ class Summary(BaseModel):
     selective_accuracy: float | None
 
 
+_FIELDS = ("task_id", "category", "trial", "dimension", "verdict", "fraction", "should_refuse",
+           "decision", "infra_error")  # fmt: skip
+
+
+def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    # Plain dicts: per-group pandas calls cost a millisecond each, which dominated small runs.
+    return [{str(k): v for k, v in r.items()} for r in rows[list(_FIELDS)].to_dict("records")]
+
+
+def _task_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    votes: dict[str, dict[str, list[str]]] = {}
+    category: dict[str, str] = {}
+    for r in records:
+        votes.setdefault(r["task_id"], {}).setdefault(r["dimension"], []).append(r["verdict"])
+        category[r["task_id"]] = r["category"]
+    out = []
+    for task_id, dims in votes.items():
+        record: dict[str, Any] = {"task_id": task_id, "category": category[task_id]}
+        record |= {d: majority(v) for d, v in dims.items()}
+        record["task"] = combine([record[d] for d in COLUMNS if d in record])
+        out.append(record)
+    return out
+
+
+def _trial_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    trials: dict[tuple[str, int], dict[str, Any]] = {}
+    verdicts: dict[tuple[str, int], list[str]] = {}
+    for r in records:
+        key = (r["task_id"], int(r["trial"]))
+        trials.setdefault(
+            key,
+            {
+                k: r[k]
+                for k in (
+                    "task_id",
+                    "trial",
+                    "category",
+                    "should_refuse",
+                    "decision",
+                    "infra_error",
+                )
+            },
+        )
+        verdicts.setdefault(key, []).append(r["verdict"])
+    return [t | {"task": combine(verdicts[k])} for k, t in trials.items()]
+
+
 def task_verdicts(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per task: category, majority verdict per dimension, and the task verdict."""
-    records = []
-    for (task_id, category), group in rows.groupby(["task_id", "category"], sort=False):
-        record: dict[str, Any] = {"task_id": task_id, "category": category}
-        for dimension, dim_rows in group.groupby("dimension", sort=False):
-            record[str(dimension)] = majority(list(dim_rows["verdict"]))
-        record["task"] = combine([record[d] for d in COLUMNS if d in record])
-        records.append(record)
-    return pd.DataFrame.from_records(records)
+    return pd.DataFrame.from_records(_task_records(_records(rows)))
 
 
 def trial_verdicts(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per task x trial with that trial's task verdict and decision."""
-    out = []
-    for (task_id, trial), group in rows.groupby(["task_id", "trial"], sort=False):
-        first = group.iloc[0]
-        out.append(
-            {
-                "task_id": task_id,
-                "trial": trial,
-                "category": first["category"],
-                "should_refuse": bool(first["should_refuse"]),
-                "decision": first["decision"],
-                "infra_error": bool(first["infra_error"]),
-                "task": combine(list(group["verdict"])),
-            }
-        )
-    return pd.DataFrame.from_records(out)
+    return pd.DataFrame.from_records(_trial_records(_records(rows)))
 
 
 def _pass_at(n: int, c: int, k: int) -> tuple[float, float]:
@@ -119,59 +145,55 @@ def _pass_at(n: int, c: int, k: int) -> tuple[float, float]:
 
 
 def summarize(rows: pd.DataFrame) -> Summary:
-    tasks = task_verdicts(rows)
-    trials = trial_verdicts(rows)
-    k = int(rows["trial"].max()) + 1 if len(rows) else 0
+    records = _records(rows)
+    tasks = _task_records(records)
+    trials = _trial_records(records)
+    k = max((int(r["trial"]) for r in records), default=-1) + 1
+    fractions: dict[tuple[str, str], list[float]] = {}
+    for r in records:
+        if r["fraction"] is not None and r["fraction"] == r["fraction"]:  # skip None and NaN
+            fractions.setdefault((r["task_id"], r["dimension"]), []).append(float(r["fraction"]))
     cells: dict[str, dict[str, Cell]] = {}
     task_cells: dict[str, Cell] = {}
     for category in [*CATEGORIES, "all"]:
-        in_cat = tasks if category == "all" else tasks[tasks["category"] == category]
-        if in_cat.empty:
+        in_cat = [t for t in tasks if category in ("all", t["category"])]
+        if not in_cat:
             continue
         row_cells = {}
         for dimension in COLUMNS:
-            if dimension not in in_cat:
-                continue
-            verdicts = in_cat[dimension].dropna().tolist()
+            verdicts = [t[dimension] for t in in_cat if dimension in t]
             if not verdicts:
                 continue
-            picked = rows[
-                (rows["dimension"] == dimension) & rows["task_id"].isin(in_cat["task_id"])
-            ]
-            fractions = picked["fraction"].dropna()
+            logged = [f for t in in_cat for f in fractions.get((t["task_id"], dimension), [])]
             row_cells[dimension] = Cell(
                 passes=verdicts.count("pass"),
                 applicable=verdicts.count("pass") + verdicts.count("fail"),
                 needs_judge=verdicts.count("needs_judge"),
                 errors=verdicts.count("error"),
-                fraction=round(float(fractions.mean()), 3) if len(fractions) else None,
+                fraction=round(sum(logged) / len(logged), 3) if logged else None,
             )
         cells[category] = row_cells
-        verdicts = in_cat["task"].tolist()
+        verdicts = [t["task"] for t in in_cat]
         task_cells[category] = Cell(
             passes=verdicts.count("pass"),
             applicable=len(verdicts) - verdicts.count("error"),
             needs_judge=verdicts.count("needs_judge"),
             errors=verdicts.count("error"),
         )
-    per_task = []
-    for _, group in trials[~trials["infra_error"]].groupby("task_id", sort=False):
-        n, c = len(group), int((group["task"] == "pass").sum())
-        per_task.append((c / n, *_pass_at(n, c, k)))
+    ok = [t for t in trials if not t["infra_error"]]
+    by_task: dict[str, list[bool]] = {}
+    for t in ok:
+        by_task.setdefault(t["task_id"], []).append(t["task"] == "pass")
+    per_task = [(sum(p) / len(p), *_pass_at(len(p), sum(p), k)) for p in by_task.values()]
 
     def mean(i: int) -> float:
         return round(sum(p[i] for p in per_task) / len(per_task), 4) if per_task else 0.0
 
-    ok = trials[~trials["infra_error"]]
-    confusion = {
-        label: {
-            "answer": int(((ok["should_refuse"] == refuse) & (ok["decision"] == "answer")).sum()),
-            "refusal": int(((ok["should_refuse"] == refuse) & (ok["decision"] == "refusal")).sum()),
-        }
-        for label, refuse in (("answerable", False), ("unanswerable", True))
-    }
-    answerable = ok[~ok["should_refuse"]]
-    answered = answerable[answerable["decision"] == "answer"]
+    def count(refuse: bool, decision: str) -> int:
+        return sum(t["should_refuse"] == refuse and t["decision"] == decision for t in ok)
+
+    answerable = [t for t in ok if not t["should_refuse"]]
+    answered = [t for t in answerable if t["decision"] == "answer"]
     return Summary(
         trials=k,
         tasks=len(tasks),
@@ -180,12 +202,15 @@ def summarize(rows: pd.DataFrame) -> Summary:
         pass_at_1=mean(0),
         pass_at_k=mean(1),
         pass_hat_k=mean(2),
-        needs_judge=int((rows["verdict"] == "needs_judge").sum()),
-        errors=int(trials["infra_error"].sum()),
-        confusion=confusion,
-        coverage=round(len(answered) / len(answerable), 4) if len(answerable) else None,
-        selective_accuracy=round(float((answered["task"] == "pass").mean()), 4)
-        if len(answered)
+        needs_judge=sum(r["verdict"] == "needs_judge" for r in records),
+        errors=sum(bool(t["infra_error"]) for t in trials),
+        confusion={
+            "answerable": {"answer": count(False, "answer"), "refusal": count(False, "refusal")},
+            "unanswerable": {"answer": count(True, "answer"), "refusal": count(True, "refusal")},
+        },
+        coverage=round(len(answered) / len(answerable), 4) if answerable else None,
+        selective_accuracy=round(sum(t["task"] == "pass" for t in answered) / len(answered), 4)
+        if answered
         else None,
     )
 
