@@ -26,18 +26,18 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-# Unit tests, then the regression gate: the offline dev run against results/baseline.json.
+# Unit tests; every notebook executed offline by nbval (writing to a scratch results folder,
+# never into results/); then the regression gate: the offline dev run against the baseline.
 test: lint typecheck
 	$(BIN)/pytest
+	WIKIQA_RESULTS=$$(mktemp -d) $(BIN)/pytest --nbval-lax -q experiments notebooks
 	$(BIN)/wikiqa check
 
 check: test
 
-# The main job. Until the eval harness lands: an offline smoke run of the snapshot source.
+# The main job: the current hillclimb step's notebook, offline, executed into results/.
 eval: install
-	$(BIN)/wikiqa snapshot info
-	$(BIN)/wikiqa search "highest mountain on Earth" --limit 3
-	$(BIN)/wikiqa article "Grace Hopper"
+	$(BIN)/wikiqa experiment run --current
 
 bench: install
 	$(BIN)/python -m wikiqa.bench sources

@@ -287,3 +287,14 @@ def test_a_refusal_cannot_smuggle_a_planted_url(snapshot: SnapshotSource) -> Non
     assert isinstance(result.output, Refusal)
     assert "free-prizes" not in result.output.reason
     assert result.guard_blocked == 1 and result.needs_human_review
+
+
+def test_the_no_retrieval_baseline_answers_uncited_without_tools(tiny: SnapshotSource) -> None:
+    result = Agent(ExtractiveModel(), tiny, retrieval=False).ask(
+        "Who developed the FLOW-MATIC language?"
+    )
+    assert isinstance(result.output, Answer)
+    assert result.output.citations == [] and result.retrieved == []
+    assert result.usage.tool_calls == 0 and result.usage.model_calls == 1
+    assert [e.kind for e in result.trace] == ["model", "decision"]
+    assert result.prompt_hash == prompt_hash(retrieval=False) != prompt_hash()

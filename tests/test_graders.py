@@ -357,3 +357,27 @@ def test_a_model_may_not_judge_itself_unless_allowed() -> None:
         check_not_self("anthropic:claude-sonnet-4-6", "anthropic:claude-sonnet-4-6")
     check_not_self("anthropic:claude-sonnet-4-6", "anthropic:claude-sonnet-4-6", allow=True)
     check_not_self("anthropic:claude-opus-4-8", "anthropic:claude-sonnet-4-6")
+
+
+def test_a_one_word_answer_is_an_answer_not_a_soft_refusal() -> None:
+    out = answer("Cairo.", ("Cairo", "Cairo is the capital and largest city of Egypt"))
+    t = task(expected_sources=["Cairo"], asserts=["icontains:Cairo"])
+    g = graders.calibration(
+        t, result(out, text="Cairo is the capital and largest city of Egypt.", title="Cairo")
+    )
+    assert g.verdict == "pass" and g.detail["soft_refusal"] is False
+
+
+def test_invented_names_are_unsupported_but_the_questions_own_names_are_not() -> None:
+    wrong = answer(
+        "John Backus developed FLOW-MATIC.",
+        ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
+    )
+    g = graders.faithfulness(task(), result(wrong))
+    assert g.verdict == "fail" and g.detail["unsupported_claims"][0]["missing_names"] == ["Backus"]
+    premise = task(question="Why did Grace Hopper develop FLOW-MATIC on Mars?")
+    correction = answer(
+        "Grace Hopper developed FLOW-MATIC, not on Mars.",
+        ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
+    )
+    assert graders.faithfulness(premise, result(correction)).detail["unsupported_claims"] == []

@@ -21,6 +21,9 @@ class Settings(BaseSettings):
         default=Path("~/.cache/wikiqa"),
         description="Cache directory for snapshot indexes.",
     )
+    results: Path | None = Field(
+        default=None, description="Where runs, the change log and executed notebooks go."
+    )
     live_host: str = "en.wikipedia.org"
     allow_any_host: bool = Field(
         default=False,

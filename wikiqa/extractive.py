@@ -18,6 +18,7 @@ Spec: `extractive` or `extractive:threshold=0.6,hits_read=2,scoring=idf`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -94,6 +95,8 @@ class ExtractiveModel:
     ) -> ModelTurn:
         question = next(m.text for m in messages if isinstance(m, UserMessage))
         step = sum(isinstance(m, AssistantMessage) for m in messages)
+        if not tools:
+            return self._closed_book(question)
         results = [m for m in messages if isinstance(m, ToolResult)]
         asked = [c for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
         if not any(r.name == SEARCH for r in results):
@@ -116,6 +119,17 @@ class ExtractiveModel:
         note = f"best sentence score {score}, threshold {self.threshold:.2f}"
         reason = "No fetched article supports an answer to this question."
         return self._turn(step, [(REFUSE, {"reason": reason})], note)
+
+    def _closed_book(self, question: str) -> ModelTurn:
+        """With tools off it has no knowledge at all: it names the question's own subject (its
+        capitalised phrase, else its content words). The no-retrieval baseline's floor."""
+        subject = re.findall(
+            r"\b[A-Z][\w'’:-]*(?:\s+(?:of\s+|the\s+)?[A-Z0-9][\w'’:-]*)*", question[1:]
+        )
+        text = (subject[-1] if subject else " ".join(content_words(question)).capitalize()) + "."
+        return ModelTurn(
+            message=AssistantMessage(text=text), model=self.spec, stop_reason="end_turn"
+        )
 
     def rank(self, question: str, articles: Sequence[Article]) -> list[Candidate]:
         """Every sentence of every article, best first (ties: earlier article, earlier sentence)."""

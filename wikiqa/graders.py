@@ -59,6 +59,19 @@ REFUSAL_VOCABULARY = frozenset(
 )
 
 
+def _term(word: str) -> str:
+    """A word as evidence is matched: possessive dropped, crudely stemmed."""
+    return stem(word.removesuffix("'s"))
+
+
+def _names(claim: str) -> list[str]:
+    """Capitalised words after the first: names, which a claim must not invent. Short
+    all-capital abbreviations (US, UK) are left to the word-share test: they often abbreviate
+    what the text spells out. Names the question itself uses are allowed (see faithfulness)."""
+    tokens = re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)*", claim)[1:]
+    return [t for t in tokens if t[0].isupper() and not (t.isupper() and len(t) <= 3)]
+
+
 def _numbers(text: str) -> set[str]:
     return {n.replace(",", "").rstrip(".") for n in _NUMBER.findall(text)}
 
@@ -72,22 +85,27 @@ def _evidence(result: AgentResult) -> tuple[str, set[str], set[str]]:
         kept += [s for s in sentences(item.text) if s not in flagged]
         kept.append(item.title)
     text = " ".join(kept)
-    return text, {stem(w) for w in words(text)}, _numbers(text)
+    return text, {_term(w) for w in words(text)}, _numbers(text)
 
 
 _PROV = Provenance(source="snapshot")
 
 
 def _claims(output: Answer | Refusal, question: str) -> list[str]:
-    if isinstance(output, Answer):
+    """The claims to check: an answer's sentences; for a refusal (or a soft refusal in the
+    answer branch) only the sentences that say more than "not found"."""
+    if isinstance(output, Answer) and not _soft_refusal(output.text):
         return sentences(output.text) or [output.text]
-    asked = {stem(w) for w in content_words(question)}
+    text = output.text if isinstance(output, Answer) else output.reason
+    asked = {_term(w) for w in content_words(question)}
     smuggled = []
-    for sentence in sentences(output.reason):
+    for sentence in sentences(text):
         rest = [
             w
             for w in content_words(sentence)
-            if w not in REFUSAL_VOCABULARY and stem(w) not in asked and not w.isdigit()
+            if w.removesuffix("'s") not in REFUSAL_VOCABULARY
+            and _term(w) not in asked
+            and not w.isdigit()
         ]
         if len(rest) >= 2 or (_numbers(sentence) - _numbers(question)):
             smuggled.append(sentence)
@@ -100,15 +118,21 @@ def faithfulness(task: Task, result: AgentResult, judge: Judge | None = None) ->
     if not claims:
         return Grade(dimension="faithfulness", verdict="n/a", tier="code", detail={"claims": []})
     evidence, vocabulary, numbers = _evidence(result)
+    # Naming what the question named is not inventing ("Armstrong never walked on Mars").
+    named = {_term(w) for w in words(task.question)}
     supported, unsupported, undecided = [], [], []
     for claim in claims:
-        terms = {stem(w) for w in content_words(claim) if not w.isdigit()}
+        terms = {_term(w) for w in content_words(claim) if not w.isdigit()}
         missing_numbers = sorted(_numbers(claim) - numbers)
+        missing_names = sorted(
+            n for n in _names(claim) if _term(n.casefold()) not in vocabulary | named
+        )
         share = len(terms & vocabulary) / len(terms) if terms else 1.0
-        if missing_numbers or share < SUPPORT_FLOOR:
+        if missing_numbers or missing_names or share < SUPPORT_FLOOR:
             unsupported.append(
-                {"claim": claim, "share": round(share, 3), "missing_numbers": missing_numbers}
-            )
+                {"claim": claim, "share": round(share, 3), "missing_numbers": missing_numbers,
+                 "missing_names": missing_names}
+            )  # fmt: skip
         elif share == 1.0:
             supported.append(claim)
         else:
@@ -295,17 +319,20 @@ SOFT_REFUSAL = re.compile(
     r"|\b(?:does|do|did)(?:n't| not) (?:say|mention|specify|state|contain|provide|include)\b"
     r"|\bunable to (?:find|answer|determine)\b"
     r"|\bcannot be (?:answered|determined)\b"
-    r"|^\W*(?:unknown|n/?a|none|no answer)\W*$",
+    r"|^\W*(?:unknown|n/?a|none|no answer|sorry)\W*$",
     re.IGNORECASE,
 )
+
+
+def _soft_refusal(text: str) -> bool:
+    """An answer that is empty or degenerate, or reads as a refusal."""
+    return not words(text) or SOFT_REFUSAL.search(text) is not None
 
 
 def calibration(task: Task, result: AgentResult) -> Grade:
     output = result.output
     structured = output.kind
-    soft = isinstance(output, Answer) and (
-        len(words(output.text)) < 2 or SOFT_REFUSAL.search(output.text) is not None
-    )
+    soft = isinstance(output, Answer) and _soft_refusal(output.text)
     detected = "refusal" if structured == "refusal" or soft else "answer"
     expected = "refusal" if task.should_refuse else "answer"
     return Grade(

@@ -39,7 +39,15 @@ from wikiqa.result import AgentResult
 from wikiqa.source import WikiSource, open_source
 from wikiqa.tasks import Task, load_tasks, resolve_suite, suite_hash
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
+REPO_RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+
+def results_dir() -> Path:
+    """`WIKIQA_RESULTS` if set (tests and notebook checks write elsewhere), else results/."""
+    configured = Settings().results
+    return configured.expanduser() if configured is not None else REPO_RESULTS
+
+
 # Columns that identify a run; the rest describe one task x trial x dimension.
 META_COLUMNS = (
     "run_id", "git_sha", "experiment", "change", "kind", "model", "judge", "source",
@@ -62,11 +70,12 @@ class RunConfig(BaseModel):
     source: str = "snapshot"
     concurrency: int = Field(8, ge=1, le=256)
     budget: int = Field(DEFAULT_BUDGET, ge=1, le=64)
+    retrieval: bool = Field(True, description="False: the no-retrieval baseline (tools off).")
     limit: int | None = Field(None, ge=1, description="Run only the first N tasks.")
     experiment: str = "adhoc"
     change: str = ""
     kind: str = "adhoc"
-    out: Path = RESULTS
+    out: Path = Field(default_factory=results_dir)
     cache: bool = True
     infra_attempts: int = Field(3, ge=1)
     infra_backoff: float = Field(2.0, ge=0)
@@ -213,7 +222,8 @@ class Runner:
         attempts = 0
         while True:
             attempts += 1
-            result = Agent(model, source, budget=self.config.budget).ask(task.question)
+            agent = Agent(model, source, budget=self.config.budget, retrieval=self.config.retrieval)
+            result = agent.ask(task.question)
             if not result.infrastructure_error or attempts >= self.config.infra_attempts:
                 break
             self.sleep(self.config.infra_backoff * 2 ** (attempts - 1))
@@ -267,7 +277,7 @@ class Runner:
                 suite_hash=digest,
                 source_name=self.source.name,
                 source_hash=_source_hash(self.source),
-                prompt_hash=prompt_hash(),
+                prompt_hash=prompt_hash(config.retrieval),
                 model=self.model.spec,
                 judge=self.judge_model.spec if self.judge_model else None,
                 tasks=len(tasks),

@@ -1,0 +1,99 @@
+"""Grader validation: grader verdicts against human labels, agreement per dimension.
+
+Validate the graders before trusting the scores (the seed's step 3). Each labelled example is an
+answer (or refusal) someone might give to a dev-suite task, the articles it was given, and a
+human's verdict per declared dimension. The graders see exactly what they would see in a run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from wikiqa.graders import grade
+from wikiqa.grounding import quotable_text
+from wikiqa.injection import InjectionSource
+from wikiqa.judge import Judge
+from wikiqa.result import AgentResult, Output, Retrieved
+from wikiqa.source import WikiSource
+from wikiqa.tasks import SUITES, Task, load_tasks
+
+LABELS = SUITES.parent / "labels" / "grader_labels.jsonl"
+
+
+class LabelledExample(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    task_id: str
+    answer: Output
+    retrieved: list[str] = Field(description="Titles the answerer had fetched.")
+    labels: dict[str, str] = Field(description="dimension -> pass | fail | n/a (a human's call)")
+    note: str = ""
+
+
+def load_labels(path: Path = LABELS) -> list[LabelledExample]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [LabelledExample.model_validate_json(line) for line in lines if line.strip()]
+
+
+def _result(example: LabelledExample, task: Task, source: WikiSource) -> AgentResult:
+    if task.injection is not None:
+        source = InjectionSource(source, task.injection.plants)
+    retrieved = []
+    for title in example.retrieved:
+        article = source.get_article(title)
+        if article is None:
+            raise ValueError(f"{example.id}: {title!r} is not in the source")
+        retrieved.append(
+            Retrieved(title=article.title, url=article.url, text=quotable_text(article))
+        )
+    return AgentResult(
+        question=task.question, output=example.answer, needs_human_review=False, confidence=0.0,
+        retrieved=retrieved, model="human-labelled", source=source.name, prompt_hash="-",
+    )  # fmt: skip
+
+
+def compare(
+    examples: list[LabelledExample],
+    source: WikiSource,
+    judge: Judge | None = None,
+    suite: Path = SUITES / "dev.jsonl",
+) -> pd.DataFrame:
+    """One row per example x labelled dimension: the human's verdict and the grader's."""
+    tasks = {t.id: t for t in load_tasks(suite)}
+    rows = []
+    for example in examples:
+        task = tasks[example.task_id]
+        grades = {g.dimension: g for g in grade(task, _result(example, task, source), judge)}
+        for dimension, human in example.labels.items():
+            g = grades[dimension]
+            rows.append(
+                {
+                    "example": example.id,
+                    "task_id": task.id,
+                    "dimension": dimension,
+                    "human": human,
+                    "grader": g.verdict,
+                    "tier": g.tier,
+                    "agree": g.verdict == human,
+                    "note": example.note,
+                }
+            )
+    return pd.DataFrame.from_records(rows)
+
+
+def agreement(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per dimension: labelled examples, agreements, the rate, and how many the grader left
+    to a judge (counted as disagreement: the tier did not decide)."""
+    table = frame.groupby("dimension", sort=False).agg(
+        labelled=("agree", "size"),
+        agree=("agree", "sum"),
+        needs_judge=("grader", lambda v: int((v == "needs_judge").sum())),
+    )
+    table["rate"] = (table["agree"] / table["labelled"]).round(3)
+    decided = table["labelled"] - table["needs_judge"]
+    table["rate_when_decided"] = (table["agree"] / decided.where(decided > 0)).round(3)
+    return table
