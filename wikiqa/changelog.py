@@ -51,8 +51,16 @@ def row(outcome: RunOutcome) -> dict[str, Any]:
         "pass_at_1": summary.pass_at_1,
         "needs_judge": summary.needs_judge,
         "errors": summary.errors,
-        "parquet": str(outcome.parquet),
+        "parquet": _relative(outcome.parquet, outcome.meta.config.out),
     }
+
+
+def _relative(path: Path, out: Path) -> str:
+    """Paths in the log are relative to the results folder, so a clone elsewhere still reads them."""
+    try:
+        return str(path.resolve().relative_to(out.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def record_run(outcome: RunOutcome, out: Path) -> dict[str, Any]:

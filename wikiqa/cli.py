@@ -350,8 +350,9 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
             except Exception as err:  # papermill raises PapermillExecutionError with the cell
                 raise CliError(f"{notebook}: {str(err).strip().splitlines()[-1]}") from err
             for row in changelog.read(out)[before:]:
-                print(experiment.summary_of(experiment.load_run(row["parquet"])))
-                print(f"parquet:            {row['parquet']}")
+                parquet = out / row["parquet"]
+                print(experiment.summary_of(experiment.load_run(parquet)))
+                print(f"parquet:            {parquet}")
             print(f"executed notebook:  {executed}")
             print(f"change log:         {out / 'CHANGELOG.md'}")
     return 0

@@ -101,6 +101,8 @@ def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataF
     path = Path(run)
     if not path.suffix:
         path = folder / f"{run}.parquet"
+    elif not path.is_absolute() and not path.exists():
+        path = folder.parent / path  # a change-log path, relative to the results folder
     return pd.read_parquet(path)
 
 
