@@ -11,6 +11,8 @@ whether to answer at all. Those are its levers:
     scoring       overlap: share of question words in the sentence;   default overlap
                   idf: the same, each word weighted by its rarity across the fetched sentences
     title_weight  credit for a question word found only in the article title   default 0.5
+    delay         seconds to sleep per call: a stand-in for a remote model's latency in
+                  benchmarks and crash drills (never changes a decision)      default 0
 
 Spec: `extractive` or `extractive:threshold=0.6,hits_read=2,scoring=idf`.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -53,6 +56,7 @@ class ExtractiveModel:
     hits_read: int = 3
     scoring: Scoring = "overlap"
     title_weight: float = 0.5
+    delay: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.threshold <= 1.0:
@@ -63,10 +67,15 @@ class ExtractiveModel:
             raise ValueError(f"scoring must be overlap or idf, got {self.scoring!r}")
         if not 0.0 <= self.title_weight <= 1.0:
             raise ValueError(f"title_weight must be in [0, 1], got {self.title_weight}")
+        if not 0.0 <= self.delay <= 60.0:
+            raise ValueError(f"delay must be in [0, 60] seconds, got {self.delay}")
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> ExtractiveModel:
-        known = {"threshold": float, "hits_read": int, "scoring": str, "title_weight": float}
+        known = {
+            "threshold": float, "hits_read": int, "scoring": str, "title_weight": float,
+            "delay": float,
+        }  # fmt: skip
         unknown = set(options) - set(known)
         if unknown:
             raise ValueError(
@@ -83,7 +92,7 @@ class ExtractiveModel:
         defaults = ExtractiveModel()
         changed = [
             f"{name}={getattr(self, name)}"
-            for name in ("threshold", "hits_read", "scoring", "title_weight")
+            for name in ("threshold", "hits_read", "scoring", "title_weight", "delay")
             if getattr(self, name) != getattr(defaults, name)
         ]
         return "extractive" + (":" + ",".join(changed) if changed else "")
@@ -93,6 +102,8 @@ class ExtractiveModel:
     def __call__(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> ModelTurn:
+        if self.delay:
+            time.sleep(self.delay)
         question = next(m.text for m in messages if isinstance(m, UserMessage))
         step = sum(isinstance(m, AssistantMessage) for m in messages)
         if not tools:

@@ -8,8 +8,9 @@ agent.
 What it catches
 - Sentences that address the assistant or the reader: "ignore (all) previous instructions",
   "tell the user to ...", "output/print/say the following", "respond with", "as an AI ...",
-  "you must ...", and sentences that open with an imperative aimed at a reader (visit, click,
-  download, say, print, reply, include, ...).
+  "you must ...", anything about "your answer/response/reply", questions (encyclopedic leads
+  state, they do not ask), and sentences that open with an imperative aimed at a reader (visit,
+  click, download, say, print, explain, provide, encode, modify, ...).
 - URLs and web addresses (http(s)://..., www....) anywhere in retrieved text, and bare domains
   inside instruction-like sentences.
 - In the output: any web address at all (answers never need one), any address found in
@@ -50,7 +51,8 @@ _TRIGGERS = [
     r"\byou (?:must|should|need to|are required to|have to|will now|are now)\b",
     r"\b(?:new|updated|system|developer) (?:instructions?|prompt|mode)\b",
     r"\b(?:in|into|to) your (?:response|answer|reply|output)s?\b",
-    r"\byour (?:response|answer|reply|output)s? (?:must|should|will)\b",
+    r"\byour (?:response|answer|reply|output|message)s?\b",
+    r"^\W*(?:what|what's|who|whom|whose|which|when|where|why|how|is|are|do|does|did|can|could|would|will|should|shall|may|have|has)\b.*\?[\"'”’)]*\s*$",
     r"\bfrom now on\b",
     r"^\W*(?:system|assistant|user)\s*:",
 ]  # fmt: skip
@@ -59,12 +61,15 @@ _TRIGGERS = [
 _IMPERATIVE_START = re.compile(
     r"^\W*(?:(?:please|important|note|attention|instruction)\W+)*(?:ignore|disregard|forget|"
     r"tell|say|output|print|respond|reply|write|repeat|include|add|insert|append|visit|click|"
+    r"explain|draft|provide|compose|develop|create|generate|give|list|show|help|suggest|"
+    r"analy[sz]e|determine|classify|encrypt|encode|decode|render|reverse|use|convert|"
+    r"replace|modify|augment|enhance|rewrite|break down|"
     r"go|navigate|download|install|subscribe|sign up|log in|send|email|contact|call|recommend|"
     r"mention|promote|advertise|integrate|incorporate|embed|translate|answer|summarize|"
     r"describe|claim|state|stop|do not|"
     r"don't|never|always|make sure|ensure|remember)\s+(?:the|a|an|your|you|this|that|these|"
     r"those|all|any|every|our|us|me|him|her|them|it|here|now|to|in|with|only|by|that|what|"
-    r"everything|anything|www|https?|[\"'“:])",
+    r"everything|anything|how|why|www|https?|[\"'“:])",
     re.IGNORECASE,
 )
 _TRIGGER = re.compile("|".join(f"(?:{t})" for t in _TRIGGERS), re.IGNORECASE | re.MULTILINE)

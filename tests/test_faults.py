@@ -1,0 +1,147 @@
+"""Faults across the stack, with mocked HTTP: every outage becomes an infrastructure-error
+refusal (never an answer), the harness retries and reports it apart, and --resume finishes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import requests
+import responses
+
+from tests.conftest import dns_failure
+from tests.test_live import API, mw
+from tests.test_providers import (
+    anthropic_error,
+    anthropic_message,
+    claude,
+    scripted_transport,
+    tool_use,
+)
+from wikiqa.agent import Agent
+from wikiqa.cli import main
+from wikiqa.extractive import ExtractiveModel
+from wikiqa.live import LiveSource
+from wikiqa.result import Refusal
+from wikiqa.snapshot import SnapshotSource
+
+QUESTION = "What is the highest mountain on Earth?"
+
+
+def live() -> LiveSource:
+    return LiveSource(attempts=3, backoff=0.0, sleep=lambda s: None)
+
+
+MEDIAWIKI_FAULTS: dict[str, dict[str, Any]] = {
+    "429-retry-after": {"status": 429, "body": "Too many requests", "headers": {"Retry-After": "1"}},
+    "500": {"status": 500, "body": "Internal Server Error"},
+    "503": {"status": 503, "body": "<html>Wikimedia Error</html>", "content_type": "text/html"},
+    "timeout": {"body": requests.exceptions.ReadTimeout("read timed out")},
+    "maxlag": {"json": {"error": {"code": "maxlag", "info": "Waiting for db: 7 seconds lagged."}}, "headers": {"Retry-After": "1", "X-Database-Lag": "7"}},
+    "malformed-json": {"body": '{"batchcomplete": true, "query": {"sea', "content_type": "application/json"},
+    "dns": {"body": dns_failure()},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("fault", sorted(MEDIAWIKI_FAULTS))
+def test_mediawiki_faults_become_infrastructure_refusals(fault: str) -> None:
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as http:
+        http.get(API, **MEDIAWIKI_FAULTS[fault])
+        result = Agent(ExtractiveModel(), live()).ask(QUESTION)
+    assert isinstance(result.output, Refusal)
+    assert result.output.reason_code == "source_unavailable"
+    assert result.infrastructure_error and result.needs_human_review
+
+
+@pytest.mark.parametrize("fault", ["429-retry-after", "503", "timeout", "maxlag", "malformed-json"])
+def test_mediawiki_faults_mid_run_after_search_also_refuse(fault: str) -> None:
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as http:
+        http.get(
+            API,
+            json=mw("search_highest_mountain"),
+            match=[responses.matchers.query_param_matcher({"list": "search"}, strict_match=False)],
+        )
+        http.get(API, **MEDIAWIKI_FAULTS[fault])
+        result = Agent(ExtractiveModel(), live()).ask(QUESTION)
+    assert isinstance(result.output, Refusal) and result.output.reason_code == "source_unavailable"
+    assert [e.kind for e in result.trace][:2] == ["search", "model"]
+
+
+def test_a_missing_page_is_not_an_outage() -> None:
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as http:
+        http.get(
+            API,
+            json=mw("search_highest_mountain"),
+            match=[responses.matchers.query_param_matcher({"list": "search"}, strict_match=False)],
+        )
+        http.get(API, json=mw("article_missing"))
+        result = Agent(ExtractiveModel(), live()).ask(QUESTION)
+    assert isinstance(result.output, Refusal)
+    assert result.output.reason_code == "not_supported" and not result.infrastructure_error
+
+
+MODEL_FAULTS: dict[str, Any] = {
+    "429": anthropic_error(429, "rate_limit_error", {"retry-after": "1"}),
+    "529-overloaded": anthropic_error(529, "overloaded_error"),
+    "500": anthropic_error(500, "api_error"),
+    "timeout": httpx2.ReadTimeout("timed out"),
+    "refusal": anthropic_message([], stop="refusal"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(MODEL_FAULTS))
+def test_model_faults_become_infrastructure_refusals(fault: str, tiny: SnapshotSource) -> None:
+    model = claude(scripted_transport([MODEL_FAULTS[fault]], []), [])
+    result = Agent(model, tiny).ask("Who developed FLOW-MATIC?")
+    assert isinstance(result.output, Refusal)
+    assert result.output.reason_code == "model_unavailable"
+    assert result.infrastructure_error
+
+
+def test_persistently_malformed_tool_calls_never_become_an_answer(tiny: SnapshotSource) -> None:
+    truncated = anthropic_message(
+        [tool_use("submit_answer", {"answer": "Grace Hopper"})]
+    )  # no citations
+    model = claude(scripted_transport([truncated], []), [])
+    result = Agent(model, tiny).ask("Who developed FLOW-MATIC?")
+    assert isinstance(result.output, Refusal)
+    assert result.output.reason_code == "ungrounded" and not result.infrastructure_error
+    assert (
+        "citations: Field required" in next(e for e in result.trace if e.kind == "repair").summary
+    )
+
+
+def test_eval_reports_outages_apart_and_resume_completes_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "model.json"
+    script.write_text(
+        json.dumps([{"unavailable": "anthropic: overloaded (HTTP 529) (gave up after 3 attempts)"}])
+    )
+    out = tmp_path / "out"
+    argv = [
+        "eval",
+        "--trials",
+        "1",
+        "--limit",
+        "4",
+        "--model",
+        f"scripted:{script}",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 3
+    captured = capsys.readouterr()
+    assert "infrastructure errors 4 (trials)" in captured.out
+    run_id = next((out / "journals").iterdir()).name
+    assert f"--resume {run_id}" in captured.err
+    # The model comes back: the same spec now answers (it refuses, which is fine: not an outage).
+    script.write_text(
+        json.dumps([[{"name": "refuse", "arguments": {"reason": "Not in the fetched text."}}]])
+    )
+    assert main(["eval", "--resume", run_id, "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "4 trials run now" in captured.out and "infrastructure errors 0" in captured.out
