@@ -28,3 +28,12 @@ def test_latency_queries_are_varied_and_reproducible(snapshot: SnapshotSource) -
     assert len(set(queries)) >= 0.95 * len(queries)
     assert queries == latency_queries(snapshot)
     assert min(map(len, queries)) < 30 < 120 < max(map(len, queries))
+
+
+def test_load_bench_drives_a_real_server_without_errors() -> None:
+    # Figures (req/s, p99) are printed by `python -m wikiqa.bench load`; here only correctness.
+    from wikiqa.bench import bench_load
+
+    figures = bench_load(clients=4, seconds=2.0)
+    assert figures["errors"] == 0
+    assert figures["requests"] > 0 and figures["server_peak_rss_mb"] > 0

@@ -1,4 +1,4 @@
-"""Benchmarks that print figures: `python -m wikiqa.bench sources|ask|eval [--json]`.
+"""Benchmarks that print figures: `python -m wikiqa.bench sources|ask|eval|injection|load`.
 
 Speed is measured here, never asserted in timed unit tests: the figures go into issue notes with
 the command that printed them. Targets (2-core machine) are printed beside each figure.
@@ -210,6 +210,84 @@ def bench_injection(bipia: Path | None) -> dict[str, float]:
     return figures
 
 
+def bench_load(clients: int = 32, seconds: float = 30.0) -> dict[str, float]:
+    """Drive `wikiqa serve` (offline) on loopback with `clients` concurrent clients."""
+    import socket
+    import threading
+
+    import requests
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = Path(sys.executable).with_name("wikiqa")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "wikiqa.cli"]
+    server = subprocess.Popen(
+        [*command, "serve", "--port", str(port), "--log-level", "warning"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                requests.get(f"{base}/healthz", timeout=1).raise_for_status()
+                break
+            except requests.RequestException:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("wikiqa serve did not start") from None
+                time.sleep(0.1)
+        questions = [p.question for p in load_pairs()]
+        latencies: list[float] = []
+        errors = [0]
+        lock = threading.Lock()
+        stop = time.monotonic() + seconds
+
+        def client(offset: int) -> None:
+            session = requests.Session()
+            k = offset
+            while time.monotonic() < stop:
+                body = {"question": questions[k % len(questions)]}
+                k += clients
+                start = time.perf_counter()
+                try:
+                    ok = session.post(f"{base}/api/ask", json=body, timeout=30).status_code == 200
+                except requests.RequestException:
+                    ok = False
+                elapsed = time.perf_counter() - start
+                with lock:
+                    if ok:
+                        latencies.append(elapsed * 1000)
+                    else:
+                        errors[0] += 1
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        began = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - began
+        status = Path(f"/proc/{server.pid}/status")
+        peak_kb = next(
+            (int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith("VmHWM")),
+            0,
+        ) if status.exists() else 0  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    return {
+        "clients": clients,
+        "seconds": seconds,
+        "requests": len(latencies),
+        "errors": errors[0],
+        "requests_per_s": len(latencies) / wall,
+        "p50_ms": _percentile(latencies, 50),
+        "p99_ms": _percentile(latencies, 99),
+        "server_peak_rss_mb": peak_kb / 1024,
+    }
+
+
 _TARGETS = {
     "first_build_s": ("<=", 15.0),
     "reopen_s": ("<=", 0.3),
@@ -225,6 +303,8 @@ _TARGETS = {
     "project_obeying_follow_rate": ("<=", 0.0),
     "bipia_extractive_follow_rate": ("<=", 0.0),
     "bipia_obeying_follow_rate": ("<=", 0.0),
+    "errors": ("<=", 0.0),
+    "p99_ms": ("<=", 1000.0),
 }
 
 
@@ -281,7 +361,9 @@ def _line(key: str, value: float, fmt: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wikiqa.bench")
-    parser.add_argument("suite", choices=["sources", "ask", "eval", "injection"])
+    parser.add_argument("suite", choices=["sources", "ask", "eval", "injection", "load"])
+    parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
+    parser.add_argument("--seconds", type=float, default=30.0, help="load: how long to drive it")
     parser.add_argument("--bipia", type=Path, help="folder with BIPIA's text_attack_test.json")
     parser.add_argument("--pairs", type=Path, help="JSONL of {question, titles} (default: bundled)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -295,6 +377,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.suite == "eval":
         figures = bench_eval()
         report = _report_eval(figures)
+    elif args.suite == "load":
+        figures = bench_load(args.clients, args.seconds)
+        report = "load (wikiqa serve, offline, loopback)\n" + "\n".join(
+            _line(k, v, "{:.1f}") for k, v in figures.items()
+        )
     else:
         figures = bench_injection(args.bipia)
         report = (
