@@ -307,57 +307,61 @@ class _Run:
             return self._tool_error(call, f"arguments could not be parsed: {call.error}")
         if call.name == SEARCH:
             search = _parse(SearchArgs, call.arguments)
-            if isinstance(search, str):
-                return self._tool_error(call, search)
-            start = time.perf_counter()
-            hits = self.agent.source.search(search.query, self.agent.search_limit)
-            self.event(
-                "search",
-                f"{search.query!r} -> {len(hits)} hits: {', '.join(h.title for h in hits)}",
-                (time.perf_counter() - start) * 1000,
-                query=search.query,
-                hits=[h.title for h in hits],
-            )
-            return ToolResult(
-                call_id=call.id,
-                name=call.name,
-                content=render_hits(search.query, hits),
-                artifact=hits,
+            return (
+                self._tool_error(call, search)
+                if isinstance(search, str)
+                else self._search(call, search)
             )
         if call.name == FETCH:
             fetch = _parse(FetchArgs, call.arguments)
-            if isinstance(fetch, str):
-                return self._tool_error(call, fetch)
-            start = time.perf_counter()
-            article = self.agent.source.get_article(fetch.title, self.agent.depth)
-            latency = (time.perf_counter() - start) * 1000
-            if article is None:
-                self.event("fetch", f"{fetch.title!r} -> not found", latency, title=fetch.title)
-                return self._tool_error(
-                    call,
-                    f"no article titled {fetch.title!r}; fetch a title from the search results",
-                )
-            self.fetched.add(fetch.title, article)
-            self.event(
-                "fetch",
-                f"{fetch.title!r} -> {article.title!r} ({len(article.text)} chars)",
-                latency,
-                title=article.title,
-                revision_id=article.revision_id,
-                provenance=article.provenance.model_dump(mode="json"),
-            )
-            found = scan(article)
-            if found:
-                self.findings.extend(found)
-                self.event(
-                    "guard",
-                    f"{len(found)} instruction-like passages or addresses in {article.title!r}",
-                    findings=[f.model_dump() for f in found],
-                )
-            return ToolResult(
-                call_id=call.id, name=call.name, content=render_article(article), artifact=article
+            return (
+                self._tool_error(call, fetch)
+                if isinstance(fetch, str)
+                else self._fetch(call, fetch)
             )
         return self._tool_error(call, f"unknown tool {call.name!r}")
+
+    def _search(self, call: ToolCall, search: SearchArgs) -> ToolResult:
+        start = time.perf_counter()
+        hits = self.agent.source.search(search.query, self.agent.search_limit)
+        self.event(
+            "search",
+            f"{search.query!r} -> {len(hits)} hits: {', '.join(h.title for h in hits)}",
+            (time.perf_counter() - start) * 1000,
+            query=search.query,
+            hits=[h.title for h in hits],
+        )
+        content = render_hits(search.query, hits)
+        return ToolResult(call_id=call.id, name=call.name, content=content, artifact=hits)
+
+    def _fetch(self, call: ToolCall, fetch: FetchArgs) -> ToolResult:
+        start = time.perf_counter()
+        article = self.agent.source.get_article(fetch.title, self.agent.depth)
+        latency = (time.perf_counter() - start) * 1000
+        if article is None:
+            self.event("fetch", f"{fetch.title!r} -> not found", latency, title=fetch.title)
+            return self._tool_error(
+                call, f"no article titled {fetch.title!r}; fetch a title from search results"
+            )
+        self.fetched.add(fetch.title, article)
+        self.event(
+            "fetch",
+            f"{fetch.title!r} -> {article.title!r} ({len(article.text)} chars)",
+            latency,
+            title=article.title,
+            revision_id=article.revision_id,
+            provenance=article.provenance.model_dump(mode="json"),
+        )
+        found = scan(article)
+        if found:
+            self.findings.extend(found)
+            self.event(
+                "guard",
+                f"{len(found)} instruction-like passages or addresses in {article.title!r}",
+                findings=[f.model_dump() for f in found],
+            )
+        content = render_article(article)
+        return ToolResult(call_id=call.id, name=call.name, content=content, artifact=article)
 
     def _tool_error(self, call: ToolCall, message: str) -> ToolResult:
         self.event("error", f"{call.name}: {message}", tool=call.name)

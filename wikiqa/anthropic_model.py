@@ -24,10 +24,10 @@ from wikiqa.llm import (
     ToolResult,
     ToolSpec,
     UserMessage,
+    api_status_error,
 )
-from wikiqa.retry import GaveUp, RetryPolicy, Transient, parse_retry_after
+from wikiqa.retry import GaveUp, RetryPolicy, Transient
 
-_RETRYABLE_STATUS = {500, 502, 503, 504, 529}
 _EPHEMERAL = {"type": "ephemeral"}
 
 
@@ -155,13 +155,8 @@ class AnthropicModel:
         try:
             return self._client.messages.create(**request)
         except anthropic.APIStatusError as err:
-            retry_after = parse_retry_after(err.response.headers.get("retry-after"))
-            if err.status_code == 429:
-                raise Transient("rate limited (HTTP 429)", retry_after) from err
-            if err.status_code in _RETRYABLE_STATUS:
-                what = "overloaded" if err.status_code == 529 else "server error"
-                raise Transient(f"{what} (HTTP {err.status_code})", retry_after) from err
-            raise ModelUnavailable(f"anthropic: HTTP {err.status_code}: {err.message}") from err
+            retry_after = err.response.headers.get("retry-after")
+            raise api_status_error("anthropic", err.status_code, retry_after, err.message) from err
         except anthropic.APITimeoutError as err:
             raise Transient("request timed out") from err
         except anthropic.APIConnectionError as err:

@@ -104,6 +104,26 @@ class ModelUnavailable(Exception):
     """The model API failed after retries (or refused to serve): an infrastructure error."""
 
 
+RETRYABLE_STATUS = frozenset({500, 502, 503, 504, 529})
+
+
+def api_status_error(
+    provider: str, status: int, retry_after: str | None, message: str
+) -> Exception:
+    """Classify an API's HTTP error: 429, 5xx and 529 (overloaded) are worth retrying (with the
+    server's Retry-After); anything else is a request the model API will not serve."""
+    from wikiqa.retry import Transient, parse_retry_after
+
+    wait = parse_retry_after(retry_after)
+    if status == 429:
+        return Transient("rate limited (HTTP 429)", wait)
+    if status in RETRYABLE_STATUS:
+        return Transient(
+            f"{'overloaded' if status == 529 else 'server error'} (HTTP {status})", wait
+        )
+    return ModelUnavailable(f"{provider}: HTTP {status}: {message}")
+
+
 class Model(Protocol):
     """Anything that can take one turn of the conversation."""
 

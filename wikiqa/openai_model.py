@@ -25,10 +25,9 @@ from wikiqa.llm import (
     ToolResult,
     ToolSpec,
     UserMessage,
+    api_status_error,
 )
-from wikiqa.retry import GaveUp, RetryPolicy, Transient, parse_retry_after
-
-_RETRYABLE_STATUS = {500, 502, 503, 504, 529}
+from wikiqa.retry import GaveUp, RetryPolicy, Transient
 
 
 def to_openai(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -168,13 +167,9 @@ class OpenAIModel:
         try:
             return self._client.chat.completions.create(**request)
         except openai.APIStatusError as err:
-            retry_after = parse_retry_after(err.response.headers.get("retry-after"))
-            if err.status_code == 429:
-                raise Transient("rate limited (HTTP 429)", retry_after) from err
-            if err.status_code in _RETRYABLE_STATUS:
-                raise Transient(f"server error (HTTP {err.status_code})", retry_after) from err
-            raise ModelUnavailable(
-                f"openai-compatible: HTTP {err.status_code}: {err.message}"
+            retry_after = err.response.headers.get("retry-after")
+            raise api_status_error(
+                "openai-compatible", err.status_code, retry_after, err.message
             ) from err
         except openai.APITimeoutError as err:
             raise Transient("request timed out") from err
