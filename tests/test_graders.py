@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.test_tasks import GOOD as GOOD_TASK
 from wikiqa import graders
 from wikiqa.judge import (
     FAITHFULNESS_PROMPT,
@@ -27,16 +28,7 @@ HOPPER = (
 
 
 def task(**overrides: Any) -> Task:
-    base: dict[str, Any] = {
-        "id": "t",
-        "category": "factual",
-        "question": "Who developed FLOW-MATIC?",
-        "dimensions": ["faithfulness", "correctness", "completeness", "attribution", "calibration"],
-        "reference_answer": "Grace Hopper.",
-        "expected_sources": ["Grace Hopper"],
-        "should_refuse": False,
-        "asserts": ["icontains:Hopper", "not-icontains:Backus"],
-    }
+    base: dict[str, Any] = GOOD_TASK | {"id": "t"}
     return Task.model_validate(base | overrides)
 
 
