@@ -100,7 +100,7 @@ class AnthropicModel:
         model: str,
         *,
         api_key: str | None = None,
-        max_tokens: int = 1024,
+        max_tokens: int | None = None,
         timeout: float | None = None,
         sdk_max_retries: int = 2,
         retry: RetryPolicy | None = None,
@@ -116,7 +116,7 @@ class AnthropicModel:
                 "(or ANTHROPIC_API_KEY)"
             )
         self.model = model
-        self.max_tokens = max_tokens
+        self.max_tokens = max_tokens or settings.model_max_tokens
         self.retry = retry or RetryPolicy(attempts=3, backoff=2.0, max_wait=60.0)
         self._client = anthropic.Anthropic(
             api_key=key,

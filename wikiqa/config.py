@@ -47,6 +47,9 @@ class Settings(BaseSettings):
         default=None, description="Base URL for openai:<model> specs without @<base_url>."
     )
     model_timeout: float = Field(default=60.0, gt=0, description="Seconds per model API call.")
+    model_max_tokens: int = Field(
+        default=1024, ge=16, le=32768, description="Output-token cap per model call."
+    )
     api_token: SecretStr | None = Field(
         default=None, description="Bearer token `wikiqa serve` requires, when set."
     )

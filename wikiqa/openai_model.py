@@ -63,7 +63,8 @@ def to_openai(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
 def _parse_call(index: int, call: Any) -> ToolCall:
     raw = call.function.arguments or "{}"
     try:
-        arguments = json.loads(raw)
+        # strict=False: small local models put raw newlines inside JSON strings.
+        arguments = json.loads(raw, strict=False)
         error = None if isinstance(arguments, dict) else "arguments are not a JSON object"
     except json.JSONDecodeError as err:
         arguments, error = None, f"invalid JSON ({err.msg} at char {err.pos})"
@@ -107,7 +108,7 @@ class OpenAIModel:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        max_tokens: int = 1024,
+        max_tokens: int | None = None,
         timeout: float | None = None,
         sdk_max_retries: int = 2,
         retry: RetryPolicy | None = None,
@@ -124,7 +125,7 @@ class OpenAIModel:
                 f"openai:{model} without @<base_url> means api.openai.com and needs "
                 "WIKIQA_OPENAI_API_KEY (or OPENAI_API_KEY)"
             )
-        self.max_tokens = max_tokens
+        self.max_tokens = max_tokens or settings.model_max_tokens
         self.retry = retry or RetryPolicy(attempts=3, backoff=2.0, max_wait=60.0)
         self._client = openai.OpenAI(
             api_key=key or "not-needed",

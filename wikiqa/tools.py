@@ -48,9 +48,22 @@ class RefuseArgs(BaseModel):
     reason: str = Field(min_length=1, max_length=2000)
 
 
+_LIMITS = {"maxLength", "minLength", "minItems", "maxItems", "title"}
+
+
+def _bare(node: Any) -> Any:
+    """The schema without length limits and titles. The limits are enforced when arguments are
+    validated; sent to a model they only cost: grammar-constrained servers (llama.cpp) unroll
+    `maxLength: 2000` into a grammar too large to compile, and crash."""
+    if isinstance(node, dict):
+        return {k: _bare(v) for k, v in node.items() if k not in _LIMITS or isinstance(v, dict)}
+    if isinstance(node, list):
+        return [_bare(v) for v in node]
+    return node
+
+
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    schema = model.model_json_schema()
-    schema.pop("title", None)
+    schema: dict[str, Any] = _bare(model.model_json_schema())
     return schema
 
 

@@ -21,6 +21,8 @@ from wikiqa.source import WikiSource
 from wikiqa.tasks import SUITES, Task, load_tasks
 
 LABELS = SUITES.parent / "labels" / "grader_labels.jsonl"
+# Answers SmolLM2-135M really produced (experiment 03), labelled by hand.
+MODEL_LABELS = SUITES.parent / "labels" / "smollm2_labels.jsonl"
 
 
 class LabelledExample(BaseModel):
