@@ -343,3 +343,20 @@ def test_openai_spec_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
         open_model("openai:gpt-5")
     with pytest.raises(ValueError, match="unknown model spec"):
         open_model("gemini:pro")
+
+
+def test_raw_newlines_inside_json_strings_are_tolerated() -> None:
+    # Small local models write newlines inside JSON strings; strict JSON would reject the call.
+    raw = '{"query": "FLOW-MATIC\ndeveloper"}'
+    model = local(
+        scripted_transport([openai_completion(openai_call("search_wikipedia", raw))], []), []
+    )
+    call = model("S", CONVERSATION, TOOLS).message.tool_calls[0]
+    assert call.error is None and call.arguments == {"query": "FLOW-MATIC\ndeveloper"}
+
+
+def test_tool_schemas_carry_no_length_limits() -> None:
+    # llama.cpp compiles schemas into grammars; maxLength 2000 made one too big and crashed it.
+    text = json.dumps([t.parameters for t in TOOLS])
+    assert "maxLength" not in text and "minLength" not in text and '"title": "' not in text
+    assert TOOLS[2].parameters["$defs"]["CitationArg"]["properties"]["title"] == {"type": "string"}
