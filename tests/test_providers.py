@@ -18,7 +18,7 @@ from wikiqa.retry import RetryPolicy
 from wikiqa.snapshot import SnapshotSource
 from wikiqa.tools import TOOLS
 
-FAKE_KEY = "sk-ant-api03-TESTKEY-never-shown"
+FAKE_KEY = "test-anthropic-key-never-shown"
 HOPPER = "She developed the FLOW-MATIC programming language."
 Handler = Callable[[httpx2.Request], httpx2.Response]
 

@@ -10,7 +10,6 @@ model's replies into OpenAI-style tool calls.
 
 from __future__ import annotations
 
-import importlib.metadata
 import socket
 import subprocess
 import sys
@@ -28,16 +27,12 @@ class LocalModelError(RuntimeError):
 
 
 def default_gguf() -> Path:
+    from wikiqa.snapshot import package_file
+
     try:
-        dist = importlib.metadata.distribution(PACKAGE)
-    except importlib.metadata.PackageNotFoundError as err:
-        raise LocalModelError(
-            f"{PACKAGE} is not installed: `make test-local` (or pip install -e '.[local]')"
-        ) from err
-    for file in dist.files or []:
-        if str(file) == GGUF:
-            return Path(str(dist.locate_file(file)))
-    raise LocalModelError(f"{PACKAGE} {dist.version} does not ship {GGUF}")
+        return package_file(PACKAGE, GGUF)
+    except LookupError as err:
+        raise LocalModelError(f"{err}: `make test-local` (or pip install -e '.[local]')") from err
 
 
 def server_command(

@@ -79,23 +79,27 @@ class _Entry:
     fetched_at: str | None
 
 
-def default_snapshot_path() -> Path:
-    """Locate the pinned package's data file without importing the package."""
+def package_file(package: str, relative: str, version: str | None = None) -> Path:
+    """A data file shipped inside an installed distribution, found through its metadata so the
+    package itself is never imported (neither the snapshot's nor the local model's can be)."""
     try:
-        dist = importlib.metadata.distribution(PACKAGE)
+        dist = importlib.metadata.distribution(package)
     except importlib.metadata.PackageNotFoundError as err:
-        raise SnapshotError(
-            f"{PACKAGE}=={PACKAGE_VERSION} is not installed; run `make install`"
-        ) from err
-    if dist.version != PACKAGE_VERSION:
-        raise SnapshotError(
-            f"{PACKAGE} is {dist.version}, but results are pinned to {PACKAGE_VERSION}; "
-            "reinstall with `make install`"
-        )
+        raise LookupError(f"{package} is not installed") from err
+    if version is not None and dist.version != version:
+        raise LookupError(f"{package} is {dist.version}, but results are pinned to {version}")
     for file in dist.files or []:
-        if str(file) == PACKAGE_DATA_FILE:
+        if str(file) == relative:
             return Path(str(dist.locate_file(file)))
-    raise SnapshotError(f"{PACKAGE} {dist.version} does not ship {PACKAGE_DATA_FILE}")
+    raise LookupError(f"{package} {dist.version} does not ship {relative}")
+
+
+def default_snapshot_path() -> Path:
+    """The pinned package's data file."""
+    try:
+        return package_file(PACKAGE, PACKAGE_DATA_FILE, PACKAGE_VERSION)
+    except LookupError as err:
+        raise SnapshotError(f"{err}; run `make install`") from err
 
 
 def file_sha256(path: Path) -> str:
