@@ -152,9 +152,10 @@ def bench_eval(
     """Offline dev-suite wall time, the cached rerun's model calls, and concurrency speed-up."""
     from wikiqa.harness import RunConfig, run_eval
 
+    saved = os.environ.get("WIKIQA_HOME")
     with tempfile.TemporaryDirectory(prefix="wikiqa-bench-") as tmp:
         home = Path(tmp)
-        os.environ["WIKIQA_HOME"] = str(home / "home")
+        os.environ["WIKIQA_HOME"] = str(home / "home")  # a cold response cache, for real
         source = SnapshotSource()  # build the index before timing
         config = RunConfig(trials=3, out=home / "out", concurrency=8)
         start = time.perf_counter()
@@ -172,6 +173,10 @@ def bench_eval(
             config = RunConfig(**slow, model="extractive:delay=0.2", concurrency=workers)
             run_eval(config, source=source, progress=False)
             timings[workers] = time.perf_counter() - start
+    if saved is None:
+        os.environ.pop("WIKIQA_HOME", None)
+    else:
+        os.environ["WIKIQA_HOME"] = saved
     speedup = timings[1] / timings[concurrency]
     return {
         "dev_trials": cold.trials_run,
