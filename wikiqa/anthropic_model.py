@@ -13,7 +13,7 @@ from typing import Any
 import anthropic
 import httpx2
 
-from wikiqa.config import Settings
+from wikiqa.config import Settings, reveal
 from wikiqa.llm import (
     AssistantMessage,
     Message,
@@ -26,7 +26,7 @@ from wikiqa.llm import (
     UserMessage,
     api_status_error,
 )
-from wikiqa.retry import GaveUp, RetryPolicy, Transient
+from wikiqa.retry import MODEL_RETRY, GaveUp, RetryPolicy, Transient
 
 _EPHEMERAL = {"type": "ephemeral"}
 
@@ -107,9 +107,7 @@ class AnthropicModel:
         http_client: httpx2.Client | None = None,
     ) -> None:
         settings = Settings()
-        key = api_key or (
-            settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else None
-        )
+        key = api_key or reveal(settings.anthropic_api_key)
         if not key:
             raise ValueError(
                 f"anthropic:{model} needs an API key: set WIKIQA_ANTHROPIC_API_KEY "
@@ -117,7 +115,7 @@ class AnthropicModel:
             )
         self.model = model
         self.max_tokens = max_tokens or settings.model_max_tokens
-        self.retry = retry or RetryPolicy(attempts=3, backoff=2.0, max_wait=60.0)
+        self.retry = retry or MODEL_RETRY
         self._client = anthropic.Anthropic(
             api_key=key,
             timeout=timeout or settings.model_timeout,

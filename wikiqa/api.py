@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from wikiqa import __version__
 from wikiqa.agent import DEFAULT_BUDGET, Agent
-from wikiqa.config import Settings
+from wikiqa.config import Settings, reveal
 from wikiqa.llm import Model, open_model
 from wikiqa.result import AgentResult
 from wikiqa.source import WikiSource, open_source
@@ -56,7 +56,7 @@ def create_app(
     settings = settings or Settings()
     model = model or open_model(settings.model)
     source = source or open_source(settings.source)
-    token = settings.api_token.get_secret_value() if settings.api_token else None
+    token = reveal(settings.api_token)
     app = FastAPI(title="wikiqa", version=__version__, summary="Wikipedia-grounded QA")
 
     def require_token(authorization: Annotated[str | None, Header()] = None) -> None:

@@ -59,3 +59,8 @@ class Settings(BaseSettings):
         path = self.home.expanduser()
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+
+def reveal(secret: SecretStr | None) -> str | None:
+    """A secret's value, for the one call that sends it; never for logging."""
+    return secret.get_secret_value() if secret is not None else None

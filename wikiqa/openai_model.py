@@ -14,7 +14,7 @@ from typing import Any
 import httpx2
 import openai
 
-from wikiqa.config import Settings
+from wikiqa.config import Settings, reveal
 from wikiqa.llm import (
     AssistantMessage,
     Message,
@@ -27,7 +27,7 @@ from wikiqa.llm import (
     UserMessage,
     api_status_error,
 )
-from wikiqa.retry import GaveUp, RetryPolicy, Transient
+from wikiqa.retry import MODEL_RETRY, GaveUp, RetryPolicy, Transient
 
 
 def to_openai(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -117,16 +117,14 @@ class OpenAIModel:
         settings = Settings()
         self.model = model
         self.base_url = base_url or settings.openai_base_url
-        key = api_key or (
-            settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-        )
+        key = api_key or reveal(settings.openai_api_key)
         if not key and self.base_url is None:
             raise ValueError(
                 f"openai:{model} without @<base_url> means api.openai.com and needs "
                 "WIKIQA_OPENAI_API_KEY (or OPENAI_API_KEY)"
             )
         self.max_tokens = max_tokens or settings.model_max_tokens
-        self.retry = retry or RetryPolicy(attempts=3, backoff=2.0, max_wait=60.0)
+        self.retry = retry or MODEL_RETRY
         self._client = openai.OpenAI(
             api_key=key or "not-needed",
             base_url=self.base_url,

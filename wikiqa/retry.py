@@ -89,3 +89,7 @@ class RetryPolicy:
             return retrying(once)
         except Transient as err:
             raise GaveUp(f"{err} (gave up after {self.attempts} attempts)", self.attempts) from err
+
+
+# Model APIs: the SDK retries first (sdk_max_retries); this policy covers what outlasts that.
+MODEL_RETRY = RetryPolicy(attempts=3, backoff=2.0, max_wait=60.0)
