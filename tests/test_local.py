@@ -10,7 +10,9 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import openai
 import pandas as pd
 import pytest
 
@@ -48,10 +50,11 @@ def test_ask_through_the_local_server(served: str, session_home: Path) -> None:
 
 def test_a_small_eval_records_every_verdict(served: str, tmp_path: Path) -> None:
     outcome = run_eval(
-        RunConfig(model=served, trials=1, limit=4, concurrency=1, out=tmp_path), progress=False
+        RunConfig(model=served, trials=1, limit=3, concurrency=1, read_first=1, out=tmp_path),
+        progress=False,
     )
     frame = pd.read_parquet(outcome.parquet)
-    assert frame["task_id"].nunique() == 4 and set(frame["model"]) == {served}
+    assert frame["task_id"].nunique() == 3 and set(frame["model"]) == {served}
     assert set(frame["verdict"]) <= {
         "pass",
         "fail",
@@ -62,3 +65,34 @@ def test_a_small_eval_records_every_verdict(served: str, tmp_path: Path) -> None
     assert all({"faithfulness", "calibration"} <= dims for dims in per_task)
     assert frame.drop_duplicates("task_id")["input_tokens"].gt(0).all()
     assert outcome.model_calls > 0
+
+
+def test_the_server_returns_openai_tool_calls_within_max_tokens(served: str) -> None:
+    model, base_url = served.removeprefix("openai:").split("@", 1)
+    client = openai.OpenAI(api_key="not-needed", base_url=base_url, timeout=300)
+    tool: Any = {
+        "type": "function",
+        "function": {
+            "name": "search_wikipedia",
+            "description": "Search English Wikipedia.",
+            "parameters": {
+                "type": "object",
+                "properties": {"query": {"type": "string"}},
+                "required": ["query"],
+            },
+        },
+    }
+    messages: list[Any] = [{"role": "user", "content": "Search Wikipedia for Grace Hopper."}]
+    reply = client.chat.completions.create(
+        model=model, messages=messages, tools=[tool], tool_choice="required", max_tokens=64
+    )
+    choice = reply.choices[0]
+    assert choice.message.tool_calls and choice.finish_reason in {"tool_calls", "length"}
+    call = choice.message.tool_calls[0]
+    assert call.type == "function" and call.function.name == "search_wikipedia"
+    if choice.finish_reason == "tool_calls":  # a call the grammar closed parses
+        assert isinstance(json.loads(call.function.arguments)["query"], str)
+    assert reply.usage is not None and reply.usage.completion_tokens <= 64
+    plain = client.chat.completions.create(model=model, messages=messages, max_tokens=16)
+    assert plain.choices[0].message.tool_calls is None
+    assert plain.usage is not None and plain.usage.completion_tokens <= 16

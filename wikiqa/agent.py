@@ -2,10 +2,16 @@
 
 The locked design (from the seed), and where each rule lives below:
 - Always retrieve: the loop itself searches with the question before the model's first turn
-  (`_loop`), and refuses without a model call when that search finds nothing.
+  (`_loop`), and refuses without a model call when that search finds nothing. With
+  `read_first=N` it also fetches the top N hits, so a model too weak to choose what to read still
+  starts with evidence in front of it (off by default: choosing is part of what is measured).
 - Search, then fetch: only text returned by `get_article` counts as evidence (`Fetched`).
 - A hard tool-call budget (default 8): every executed tool call, terminal ones included, spends
-  one; a call beyond the budget ends the run with a `budget_exhausted` refusal.
+  one; a call beyond the budget ends the run with a `budget_exhausted` refusal. The last
+  `CLOSING` calls are for deciding: only submit_answer and refuse are offered then, so a model
+  that keeps searching is made to decide instead of running out (`_offered`).
+- A call that repeats one already made in this run is not run again; the model is told so
+  (small models copy their previous turn and would otherwise spend the budget on it).
 - Citation-forced grounding: a submission whose quotes are not verbatim spans of articles fetched
   in this run is rejected (`_decide`); it gets one repair turn naming exactly what failed, and a
   second failure becomes a refusal. An answer with unverified citations is never returned.
@@ -56,9 +62,11 @@ from wikiqa.result import (
 from wikiqa.source import SourceUnavailable, WikiSource
 from wikiqa.tools import (
     FETCH,
+    FORCED_ID,
     REFUSE,
     SEARCH,
     SUBMIT,
+    TERMINAL,
     TOOLS,
     FetchArgs,
     RefuseArgs,
@@ -90,6 +98,7 @@ Answer the question concisely from your own knowledge. If you do not know, say s
 """
 NUDGE = "Reply by calling a tool: submit_answer with verbatim quotes, or refuse."
 DEFAULT_BUDGET = 8
+CLOSING = 2  # the last calls of the budget, kept for a submission and its one repair
 
 
 def prompt_hash(retrieval: bool = True) -> str:
@@ -113,16 +122,20 @@ class Agent:
         search_limit: int = 5,
         depth: Depth = "lead",
         retrieval: bool = True,
+        read_first: int = 0,
         on_event: Callable[[TraceEvent], None] | None = None,
     ) -> None:
         if budget < 1:
             raise ValueError("budget must be at least 1")
+        if not 0 <= read_first < budget:
+            raise ValueError("read_first must be at least 0 and below the budget")
         self.model = model
         self.source = source
         self.budget = budget
         self.search_limit = search_limit
         self.depth = depth
         self.retrieval = retrieval
+        self.read_first = read_first
         self.on_event = on_event
 
     def ask(self, question: str) -> AgentResult:
@@ -145,6 +158,7 @@ class _Run:
         self.tool_calls = 0
         self.repairs = 0
         self.guard_blocked = 0
+        self.done: set[str] = set()  # the calls already run, as name + canonical arguments
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -232,7 +246,7 @@ class _Run:
         if not self.agent.retrieval:
             return self._closed_book()
         # Always retrieve: search with the question itself before the model says anything.
-        forced = ToolCall(id="call_0_search", name=SEARCH, arguments={"query": question})
+        forced = ToolCall(id=f"{FORCED_ID}search", name=SEARCH, arguments={"query": question})
         self.messages.append(AssistantMessage(tool_calls=[forced]))
         first = self._run_tool(forced)
         self.messages.append(first)
@@ -241,9 +255,17 @@ class _Run:
                 reason="Wikipedia search found nothing for this question.",
                 reason_code="no_results",
             )
+        if self.agent.read_first:
+            reads = [
+                ToolCall(id=f"{FORCED_ID}fetch_{i}", name=FETCH, arguments={"title": hit.title})
+                for i, hit in enumerate(first.artifact[: self.agent.read_first])
+            ]
+            self.messages.append(AssistantMessage(tool_calls=reads))
+            self.messages.extend(self._run_tool(call) for call in reads)
         nudged = False
         while True:
-            turn = self._model_turn()
+            offered = self._offered()
+            turn = self._model_turn(tools=offered)
             self.messages.append(turn.message)
             if not turn.message.tool_calls:
                 if nudged:
@@ -267,8 +289,13 @@ class _Run:
                         return outcome
                     results.append(outcome)
                 else:
-                    results.append(self._run_tool(call))
+                    results.append(self._run_tool(call, offered))
             self.messages.extend(results)
+
+    def _offered(self) -> tuple[ToolSpec, ...]:
+        if self.agent.budget - self.tool_calls > CLOSING:
+            return TOOLS
+        return tuple(t for t in TOOLS if t.name in TERMINAL)
 
     def _closed_book(self) -> Answer | Refusal:
         """Tools off: the reply is the answer, uncited. Ungrounded by construction, which is
@@ -295,16 +322,32 @@ class _Run:
             turn.usage,
             stop_reason=turn.stop_reason,
             text=turn.message.text,
+            calls=[
+                {"name": c.name, "arguments": c.arguments, "error": c.error}
+                for c in turn.message.tool_calls
+            ],
             cached=turn.cached,
         )
         return turn
 
     # -- tools ------------------------------------------------------------------------------
 
-    def _run_tool(self, call: ToolCall) -> ToolResult:
+    def _run_tool(self, call: ToolCall, offered: Sequence[ToolSpec] = TOOLS) -> ToolResult:
         self.tool_calls += 1
         if call.error:
             return self._tool_error(call, f"arguments could not be parsed: {call.error}")
+        if call.name not in {t.name for t in offered}:
+            return self._tool_error(
+                call, "the tool budget is nearly spent: call submit_answer or refuse now"
+            )
+        key = f"{call.name} {json.dumps(call.arguments, sort_keys=True)}"
+        if key in self.done:
+            return self._tool_error(
+                call,
+                "this exact call was already made and its result is above; do not repeat it. "
+                "Fetch a different article, call submit_answer, or call refuse.",
+            )
+        self.done.add(key)
         if call.name == SEARCH:
             search = _parse(SearchArgs, call.arguments)
             return (

@@ -183,7 +183,16 @@ def cmd_ask(args: argparse.Namespace) -> int:
     def stream(event: TraceEvent) -> None:
         print(event.line(), file=sys.stderr, flush=True)
 
-    agent = Agent(model, source, budget=args.budget, on_event=stream if args.verbose else None)
+    try:
+        agent = Agent(
+            model,
+            source,
+            budget=args.budget,
+            read_first=args.read_first,
+            on_event=stream if args.verbose else None,
+        )
+    except ValueError as err:
+        raise CliError(str(err)) from err
     result = agent.ask(args.question)
     if args.json:
         print(result.model_dump_json(indent=2))
@@ -223,6 +232,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         "source": args.source or settings.source,
         "concurrency": args.concurrency,
         "budget": args.budget,
+        "read_first": args.read_first,
         "limit": args.limit,
         "experiment": args.experiment,
         "change": args.change,
@@ -232,6 +242,9 @@ def _run_config(args: argparse.Namespace) -> Any:
     if args.out is not None:
         fields["out"] = args.out
     return RunConfig(**{k: v for k, v in fields.items() if v is not None})
+
+
+READ_FIRST_HELP = "fetch the top N search hits before the model's first turn (default 0)"
 
 
 def _evaluate(config: Any, resume: str | None, progress: bool) -> Any:
@@ -390,6 +403,7 @@ def _add_run_options(p: argparse.ArgumentParser, source_help: str, model_help: s
     p.add_argument(
         "--budget", type=_positive_int, default=None, help="tool-call budget per question"
     )
+    p.add_argument("--read-first", type=int, default=None, help=READ_FIRST_HELP)
     p.add_argument("--limit", type=_positive_int, default=None, help="run only the first N tasks")
     p.add_argument("--out", type=Path, default=None, help="results directory (default: results/)")
     p.add_argument("--experiment", default=None, help="experiment name recorded with the run")
@@ -427,6 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--model", help=model_help + " (env WIKIQA_MODEL)")
     ask.add_argument("--source", help=source_help + " (env WIKIQA_SOURCE)")
     ask.add_argument("--budget", type=_positive_int, default=8, help="tool-call budget")
+    ask.add_argument("--read-first", type=int, default=0, help=READ_FIRST_HELP)
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ask.add_argument("-v", "--verbose", action="store_true", help="stream the trace to stderr")
     ask.set_defaults(func=cmd_ask)

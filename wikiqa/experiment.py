@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from wikiqa.agent import DEFAULT_BUDGET
 from wikiqa.changelog import read, record_run
 from wikiqa.harness import RunConfig, RunOutcome, results_dir, run_eval
 from wikiqa.report import COLUMNS, Summary, render, summarize, task_verdicts, trial_verdicts
@@ -34,13 +35,16 @@ def run_step(
     change: str = "",
     kind: str = "adhoc",
     retrieval: bool = True,
+    budget: int = DEFAULT_BUDGET,
+    read_first: int = 0,
     out: str | Path | None = None,
 ) -> RunOutcome:
     """One hillclimb step: run the suite and return the outcome (parquet already written)."""
     config = RunConfig(
         experiment=experiment, model=model, judge=judge, source=source, suite=suite,
         trials=trials, concurrency=concurrency, limit=limit, change=change, kind=kind,
-        retrieval=retrieval, out=Path(out) if out else results_dir(),
+        retrieval=retrieval, budget=budget, read_first=read_first,
+        out=Path(out) if out else results_dir(),
     )  # fmt: skip
     return run_eval(config, progress=False)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 from tqdm import tqdm
 
 from wikiqa import __version__
@@ -71,6 +71,9 @@ class RunConfig(BaseModel):
     concurrency: int = Field(8, ge=1, le=256)
     budget: int = Field(DEFAULT_BUDGET, ge=1, le=64)
     retrieval: bool = Field(True, description="False: the no-retrieval baseline (tools off).")
+    read_first: int = Field(
+        0, ge=0, description="Top search hits the agent fetches before the model's first turn."
+    )
     limit: int | None = Field(None, ge=1, description="Run only the first N tasks.")
     experiment: str = "adhoc"
     change: str = ""
@@ -79,6 +82,12 @@ class RunConfig(BaseModel):
     cache: bool = True
     infra_attempts: int = Field(3, ge=1)
     infra_backoff: float = Field(2.0, ge=0)
+
+    @model_validator(mode="after")
+    def _reads_fit_budget(self) -> RunConfig:
+        if self.read_first >= self.budget:
+            raise ValueError(f"read_first ({self.read_first}) must be below budget ({self.budget})")
+        return self
 
 
 class RunMeta(BaseModel):
@@ -215,7 +224,13 @@ class Runner:
         attempts = 0
         while True:
             attempts += 1
-            agent = Agent(model, source, budget=self.config.budget, retrieval=self.config.retrieval)
+            agent = Agent(
+                model,
+                source,
+                budget=self.config.budget,
+                retrieval=self.config.retrieval,
+                read_first=self.config.read_first,
+            )
             result = agent.ask(task.question)
             if not result.infrastructure_error or attempts >= self.config.infra_attempts:
                 break

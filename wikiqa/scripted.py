@@ -23,6 +23,7 @@ from wikiqa.llm import (
     ToolCall,
     ToolSpec,
 )
+from wikiqa.tools import FORCED_ID
 
 
 class ScriptedModel:
@@ -43,8 +44,12 @@ class ScriptedModel:
     def __call__(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> ModelTurn:
-        # The loop's forced search is the first assistant message; model turns follow it.
-        index = max(0, sum(isinstance(m, AssistantMessage) for m in messages) - 1)
+        # The loop's own calls (always-retrieve) are assistant messages too; skip them.
+        index = sum(
+            isinstance(m, AssistantMessage)
+            and not (m.tool_calls and all(c.id.startswith(FORCED_ID) for c in m.tool_calls))
+            for m in messages
+        )
         turn = self.turns[index] if 0 <= index < len(self.turns) else {"text": ""}
         if isinstance(turn, dict) and "unavailable" in turn:
             raise ModelUnavailable(str(turn["unavailable"]))

@@ -19,6 +19,7 @@ FETCH = "get_article"
 SUBMIT = "submit_answer"
 REFUSE = "refuse"
 TERMINAL = frozenset({SUBMIT, REFUSE})
+FORCED_ID = "call_0_"  # ids of the calls the agent makes itself (always-retrieve), not the model
 
 
 class SearchArgs(BaseModel):

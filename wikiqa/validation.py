@@ -8,6 +8,7 @@ human's verdict per declared dimension. The graders see exactly what they would 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,7 +17,7 @@ from wikiqa.graders import grade
 from wikiqa.grounding import quotable_text
 from wikiqa.injection import InjectionSource
 from wikiqa.judge import Judge
-from wikiqa.result import AgentResult, Output, Retrieved
+from wikiqa.result import AgentResult, Answer, Citation, Output, Refusal, Retrieved
 from wikiqa.source import WikiSource
 from wikiqa.tasks import SUITES, Task, load_tasks
 
@@ -39,6 +40,54 @@ class LabelledExample(BaseModel):
 def load_labels(path: Path = LABELS) -> list[LabelledExample]:
     lines = path.read_text(encoding="utf-8").splitlines()
     return [LabelledExample.model_validate_json(line) for line in lines if line.strip()]
+
+
+def proposals(journal: Path) -> list[LabelledExample]:
+    """Every answer and refusal a model proposed in a run, unlabelled, ready for a human.
+
+    Read from the trace, not the final output: the agent rejects a submission whose quotes are
+    not verbatim, so the final outputs of a weak model are mostly the loop's own refusals, and
+    the model's paraphrases and hallucinations survive only as the submissions it proposed.
+    The graders are then asked what they would say had such a text been returned.
+    `retrieved` is what the model had fetched when it proposed. Label each example's
+    `labels` by hand (dimension -> pass | fail | n/a) before using it."""
+    from wikiqa.harness import Journal
+
+    out: list[LabelledExample] = []
+    for (task_id, trial), record in sorted(Journal(journal).read().items()):
+        fetched: list[str] = []
+        for event in record.result.trace:
+            if event.kind == "fetch" and "revision_id" in event.detail:
+                fetched.append(str(event.detail["title"]))
+            for call in event.detail.get("calls", []) if event.kind == "model" else []:
+                answer = _proposed(call)
+                if answer is not None:
+                    out.append(
+                        LabelledExample(
+                            id=f"{task_id}-t{trial}-{len(out)}",
+                            task_id=task_id,
+                            answer=answer,
+                            retrieved=list(dict.fromkeys(fetched)),
+                            labels={},
+                        )
+                    )
+    return out
+
+
+def _proposed(call: dict[str, Any]) -> Output | None:
+    arguments = call.get("arguments") or {}
+    if call.get("name") == "refuse" and isinstance(arguments.get("reason"), str):
+        return Refusal(reason=arguments["reason"], reason_code="not_supported")
+    if call.get("name") != "submit_answer" or not isinstance(arguments.get("answer"), str):
+        return None
+    citations = [
+        Citation(title=c["title"], quote=c["quote"])
+        for c in arguments.get("citations") or []
+        if isinstance(c, dict)
+        and isinstance(c.get("title"), str)
+        and isinstance(c.get("quote"), str)
+    ]
+    return Answer(text=arguments["answer"], citations=citations)
 
 
 def _result(example: LabelledExample, task: Task, source: WikiSource) -> AgentResult:

@@ -1,0 +1,136 @@
+"""The tool-call format the local model is served with (pure half; no llama.cpp needed)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from wikiqa.llm import AssistantMessage, ToolCall, ToolResult, UserMessage
+from wikiqa.local_chat import (
+    MAX_ITEMS,
+    MAX_STRING,
+    call_schema,
+    capped,
+    inline_refs,
+    parse_reply,
+    render_prompt,
+)
+from wikiqa.openai_model import to_openai
+from wikiqa.tools import TOOLS
+
+
+def openai_tools() -> list[dict[str, Any]]:
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in TOOLS
+    ]  # fmt: skip
+
+
+def test_the_prompt_is_chatml_with_tools_calls_and_results_in_order() -> None:
+    call = ToolCall(id="c1", name="get_article", arguments={"title": "Grace Hopper"})
+    messages = to_openai(
+        "Answer from Wikipedia.",
+        [
+            UserMessage(text="Who developed FLOW-MATIC?"),
+            AssistantMessage(tool_calls=[call]),
+            ToolResult(call_id="c1", name="get_article", content="Hopper developed FLOW-MATIC."),
+        ],
+    )
+    prompt = render_prompt(messages, openai_tools())
+    turns = prompt.split("<|im_start|>")[1:]
+    assert [t.split("\n", 1)[0] for t in turns] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert turns[0].startswith("system\nAnswer from Wikipedia.\n\n# Tools")
+    assert '"name": "submit_answer"' in turns[0] and "$ref" not in turns[0]  # refs inlined
+    assert turns[2] == (
+        'assistant\n<tool_call>\n{"name": "get_article", "arguments": {"title": "Grace Hopper"}}'
+        "\n</tool_call><|im_end|>\n"
+    )
+    assert turns[3] == (
+        "user\n<tool_response>\nHopper developed FLOW-MATIC.\n</tool_response><|im_end|>\n"
+    )
+    assert prompt.endswith("<|im_start|>assistant\n")
+
+
+def test_a_prompt_without_tools_has_no_tool_section() -> None:
+    prompt = render_prompt(
+        [{"role": "system", "content": "Judge."}, {"role": "user", "content": "x"}], []
+    )
+    assert "# Tools" not in prompt and prompt.startswith("<|im_start|>system\nJudge.<|im_end|>")
+
+
+def test_inline_refs_expands_pydantic_definitions() -> None:
+    submit = next(t.parameters for t in TOOLS if t.name == "submit_answer")
+    assert "$defs" in submit  # pydantic nests CitationArg
+    inlined = inline_refs(submit)
+    assert "$defs" not in inlined
+    assert inlined["properties"]["citations"]["items"]["properties"]["quote"] == {"type": "string"}
+    with pytest.raises(ValueError, match="cannot inline"):
+        inline_refs({"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"})
+
+
+def test_capped_bounds_every_string_and_array_but_keeps_tighter_bounds() -> None:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string"},
+            "b": {"type": "string", "maxLength": 10},
+            "c": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    out = capped(schema)
+    assert out["properties"]["a"]["maxLength"] == MAX_STRING
+    assert out["properties"]["b"]["maxLength"] == 10
+    assert out["properties"]["c"]["maxItems"] == MAX_ITEMS
+    assert out["properties"]["c"]["items"]["maxLength"] == MAX_STRING
+    assert "maxLength" not in schema["properties"]["a"]  # the input is not modified
+
+
+def test_call_schema_is_one_variant_per_tool_naming_it() -> None:
+    schema = call_schema(openai_tools())
+    names = [v["properties"]["name"]["const"] for v in schema["oneOf"]]
+    assert names == [t.name for t in TOOLS]
+    submit = schema["oneOf"][2]["properties"]["arguments"]
+    assert submit["properties"]["citations"]["maxItems"] == MAX_ITEMS
+    single = call_schema(openai_tools()[:1])
+    assert single["properties"]["name"] == {"const": "search_wikipedia"}
+    with pytest.raises(ValueError):
+        call_schema([])
+
+
+def test_a_complete_block_becomes_an_openai_tool_call() -> None:
+    text = '<tool_call>\n{"name": "get_article", "arguments": {"title": "Iron"}}\n</tool_call>'
+    content, calls = parse_reply(text, id_prefix="call_abc")
+    assert content == ""
+    assert calls == [
+        {"id": "call_abc_0", "type": "function", "function": {"name": "get_article", "arguments": '{"title": "Iron"}'}}
+    ]  # fmt: skip
+
+
+def test_a_block_cut_off_by_max_tokens_keeps_its_name_and_raw_arguments() -> None:
+    text = '<tool_call>\n{"name": "submit_answer", "arguments": {"answer": "Iron is a metal that'
+    content, calls = parse_reply(text)
+    assert content == "" and calls[0]["function"]["name"] == "submit_answer"
+    raw = calls[0]["function"]["arguments"]
+    assert raw == '{"answer": "Iron is a metal that'
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(raw)  # the agent reports this to the model as unparseable arguments
+
+
+def test_plain_text_and_unreadable_blocks_stay_content() -> None:
+    assert parse_reply("  The answer is iron.  ") == ("The answer is iron.", [])
+    content, calls = parse_reply("Let me look.\n<tool_call>\nnot json\n</tool_call>")
+    assert calls == [] and content.startswith("Let me look.\n<tool_call>")
+    content, calls = parse_reply(
+        'Two calls.<tool_call>{"name": "a", "arguments": {}}</tool_call>'
+        '<tool_call>{"name": "b", "arguments": {"x": 1}}</tool_call>'
+    )
+    assert content == "Two calls." and [c["function"]["name"] for c in calls] == ["a", "b"]
+    assert len({c["id"] for c in calls}) == 2
