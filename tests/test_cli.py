@@ -155,6 +155,18 @@ def test_ask_verbose_streams_the_trace(capsys: pytest.CaptureFixture[str]) -> No
     assert lines[-1].startswith("[decision] refused (not_supported)")
 
 
+def test_ask_read_first_fetches_before_the_model_and_must_fit_the_budget(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "ask", "Who developed FLOW-MATIC?", "--read-first", "2", "--json")
+    kinds = [e["kind"] for e in json.loads(out)["trace"]]
+    assert code == 0 and kinds[:4] == ["search", "fetch", "fetch", "model"]
+    code, _, err = run(capsys, "ask", "x", "--read-first", "8")
+    assert code == 2 and "read_first must be at least 0 and below the budget" in err
+    code, _, err = run(capsys, "eval", "--read-first", "9", "--limit", "1")
+    assert code == 2 and err.strip().endswith("read_first (9) must be below budget (8)")
+
+
 def test_ask_rejects_bad_model_specs(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "ask", "x", "--model", "extractive:threshold=2")
     assert code == 1 and "threshold must be in [0, 1]" in err

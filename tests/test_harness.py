@@ -241,3 +241,11 @@ def test_proposals_recover_what_the_model_proposed_even_when_the_agent_rejected_
     assert first.citations[0].quote == "Hopper invented FLOW-MATIC"  # not verbatim: kept anyway
     assert isinstance(second, Refusal) and second.reason == "Not in the text."
     assert found[0].retrieved == ["Grace Hopper"] and found[0].labels == {}
+    stubborn = run_eval(
+        config(suite, tmp_path, trials=1, limit=1, experiment="stubborn"),
+        model=ScriptedModel([script[0], [paraphrase], [paraphrase]], spec="scripted:stubborn"),
+        source=tiny,
+        progress=False,
+    )
+    again = proposals(journal_dir(tmp_path / "results", stubborn.meta.run_id) / "journal.jsonl")
+    assert len(again) == 1  # the resubmission after the repair turn is the same text

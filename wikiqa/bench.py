@@ -1,4 +1,4 @@
-"""Benchmarks that print figures: `python -m wikiqa.bench sources|ask|eval|injection|load`.
+"""Benchmarks that print figures: `python -m wikiqa.bench sources|ask|eval|injection|load|local`.
 
 Speed is measured here, never asserted in timed unit tests: the figures go into issue notes with
 the command that printed them. Targets (2-core machine) are printed beside each figure.
@@ -313,6 +313,58 @@ _TARGETS = {
 }
 
 
+def bench_local(questions: int = 5) -> dict[str, float]:
+    """The local model (needs the `local` extra): raw decode and prompt speed of the served
+    SmolLM2, then agent questions through it (read_first=1) for per-call latency and seconds
+    per question. Decoding is greedy; every prompt differs so llama.cpp's prefix cache cannot
+    flatter the prompt figure."""
+    import openai
+
+    from wikiqa import local_model
+    from wikiqa.agent import Agent
+    from wikiqa.llm import open_model
+
+    process, spec = local_model.start()
+    try:
+        name, base_url = spec.removeprefix("openai:").split("@", 1)
+        client = openai.OpenAI(api_key="not-needed", base_url=base_url, timeout=600)
+        source = SnapshotSource()
+        leads = [source.get_article(p.titles[0]) for p in load_pairs()[:30]]
+        text = " ".join(a.text for a in leads if a is not None)
+
+        def rate(content: str, max_tokens: int) -> tuple[float, float]:
+            """(prompt, completion) tokens per second of wall time for one request."""
+            start = time.perf_counter()
+            reply = client.chat.completions.create(
+                model=name, messages=[{"role": "user", "content": content}], max_tokens=max_tokens
+            )
+            elapsed = time.perf_counter() - start
+            assert reply.usage is not None
+            return reply.usage.prompt_tokens / elapsed, reply.usage.completion_tokens / elapsed
+
+        decode = [rate(f"Tell me about the number {i + 7}.", 128)[1] for i in range(3)]
+        prompt = [rate(f"{i}: {text[: 4000 + 500 * i]}", 1)[0] for i in range(3)]
+        agent = Agent(open_model(spec), source, read_first=1)
+        calls: list[float] = []
+        per_question: list[float] = []
+        for pair in load_pairs()[:questions]:
+            result = agent.ask(pair.question)
+            calls += [e.latency_ms / 1000 for e in result.trace if e.kind == "model"]
+            per_question.append(result.latency_ms / 1000)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return {
+        "decode_tokens_per_s": statistics.median(decode),
+        "prompt_tokens_per_s": statistics.median(prompt),
+        "questions": float(questions),
+        "model_calls": float(len(calls)),
+        "call_p50_s": statistics.median(calls),
+        "call_p95_s": _percentile(calls, 95),
+        "seconds_per_question": statistics.mean(per_question),
+    }
+
+
 def _report_ask(figures: dict[str, float]) -> str:
     lines = [
         f"ask (offline: snapshot + extractive): {figures['questions']:.0f} questions in process "
@@ -366,7 +418,7 @@ def _line(key: str, value: float, fmt: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wikiqa.bench")
-    parser.add_argument("suite", choices=["sources", "ask", "eval", "injection", "load"])
+    parser.add_argument("suite", choices=["sources", "ask", "eval", "injection", "load", "local"])
     parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
     parser.add_argument("--seconds", type=float, default=30.0, help="load: how long to drive it")
     parser.add_argument("--bipia", type=Path, help="folder with BIPIA's text_attack_test.json")
@@ -386,6 +438,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures = bench_load(args.clients, args.seconds)
         report = "load (wikiqa serve, offline, loopback)\n" + "\n".join(
             _line(k, v, "{:.1f}") for k, v in figures.items()
+        )
+    elif args.suite == "local":
+        figures = bench_local()
+        report = "local model (SmolLM2-135M via llama.cpp, 2 threads, greedy)\n" + "\n".join(
+            _line(k, v, "{:.2f}") for k, v in figures.items()
         )
     else:
         figures = bench_injection(args.bipia)

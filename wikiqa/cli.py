@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from wikiqa.config import Settings
 from wikiqa.models import Article, SearchHit
 from wikiqa.result import AgentResult, Answer, TraceEvent
@@ -21,6 +23,7 @@ from wikiqa.source import SourceUnavailable, WikiSource, open_source
 
 EXIT_NOT_FOUND = 1
 EXIT_UNAVAILABLE = 3
+EXIT_USAGE = 2  # as argparse: the arguments do not fit together
 
 
 class CliError(Exception):
@@ -31,14 +34,22 @@ class CliError(Exception):
         self.code = code
 
 
-def _positive_int(text: str) -> int:
+def _int_from(text: str, least: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _int_from(text, 1, "a positive integer")
+
+
+def _count(text: str) -> int:
+    return _int_from(text, 0, "a non-negative integer")
 
 
 def _source(spec: str) -> WikiSource:
@@ -192,7 +203,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             on_event=stream if args.verbose else None,
         )
     except ValueError as err:
-        raise CliError(str(err)) from err
+        raise CliError(str(err), EXIT_USAGE) from err
     result = agent.ask(args.question)
     if args.json:
         print(result.model_dump_json(indent=2))
@@ -241,7 +252,11 @@ def _run_config(args: argparse.Namespace) -> Any:
     }
     if args.out is not None:
         fields["out"] = args.out
-    return RunConfig(**{k: v for k, v in fields.items() if v is not None})
+    try:
+        return RunConfig(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as err:
+        problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in err.errors())
+        raise CliError(problems, EXIT_USAGE) from None
 
 
 READ_FIRST_HELP = "fetch the top N search hits before the model's first turn (default 0)"
@@ -403,7 +418,7 @@ def _add_run_options(p: argparse.ArgumentParser, source_help: str, model_help: s
     p.add_argument(
         "--budget", type=_positive_int, default=None, help="tool-call budget per question"
     )
-    p.add_argument("--read-first", type=int, default=None, help=READ_FIRST_HELP)
+    p.add_argument("--read-first", type=_count, default=None, help=READ_FIRST_HELP)
     p.add_argument("--limit", type=_positive_int, default=None, help="run only the first N tasks")
     p.add_argument("--out", type=Path, default=None, help="results directory (default: results/)")
     p.add_argument("--experiment", default=None, help="experiment name recorded with the run")
@@ -441,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--model", help=model_help + " (env WIKIQA_MODEL)")
     ask.add_argument("--source", help=source_help + " (env WIKIQA_SOURCE)")
     ask.add_argument("--budget", type=_positive_int, default=8, help="tool-call budget")
-    ask.add_argument("--read-first", type=int, default=0, help=READ_FIRST_HELP)
+    ask.add_argument("--read-first", type=_count, default=0, help=READ_FIRST_HELP)
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ask.add_argument("-v", "--verbose", action="store_true", help="stream the trace to stderr")
     ask.set_defaults(func=cmd_ask)

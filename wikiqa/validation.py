@@ -49,19 +49,22 @@ def proposals(journal: Path) -> list[LabelledExample]:
     not verbatim, so the final outputs of a weak model are mostly the loop's own refusals, and
     the model's paraphrases and hallucinations survive only as the submissions it proposed.
     The graders are then asked what they would say had such a text been returned.
-    `retrieved` is what the model had fetched when it proposed. Label each example's
+    `retrieved` is what the model had fetched when it proposed; identical proposals within a
+    trial are kept once. Label each example's
     `labels` by hand (dimension -> pass | fail | n/a) before using it."""
     from wikiqa.harness import Journal
 
     out: list[LabelledExample] = []
     for (task_id, trial), record in sorted(Journal(journal).read().items()):
         fetched: list[str] = []
+        seen: set[str] = set()  # a repair turn often resubmits the same text; keep it once
         for event in record.result.trace:
             if event.kind == "fetch" and "revision_id" in event.detail:
                 fetched.append(str(event.detail["title"]))
             for call in event.detail.get("calls", []) if event.kind == "model" else []:
                 answer = _proposed(call)
-                if answer is not None:
+                if answer is not None and answer.model_dump_json() not in seen:
+                    seen.add(answer.model_dump_json())
                     out.append(
                         LabelledExample(
                             id=f"{task_id}-t{trial}-{len(out)}",
