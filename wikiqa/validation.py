@@ -67,7 +67,7 @@ def proposals(journal: Path) -> list[LabelledExample]:
                     seen.add(answer.model_dump_json())
                     out.append(
                         LabelledExample(
-                            id=f"{task_id}-t{trial}-{len(out)}",
+                            id=f"{task_id}-t{trial}-{len(seen) - 1}",
                             task_id=task_id,
                             answer=answer,
                             retrieved=list(dict.fromkeys(fetched)),
