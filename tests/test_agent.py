@@ -356,3 +356,10 @@ def test_read_first_fetches_the_top_hits_before_the_first_model_turn(
 def test_read_first_must_leave_budget_for_the_model(tiny: SnapshotSource, read_first: int) -> None:
     with pytest.raises(ValueError, match="read_first"):
         Agent(ExtractiveModel(), tiny, read_first=read_first)
+
+
+def test_an_invented_tool_is_named_as_unknown_whatever_the_budget(tiny: SnapshotSource) -> None:
+    invented = [[{"name": "browse_web", "arguments": {"url": "x"}}]] * 8
+    result = Agent(ScriptedModel(invented), tiny, budget=4).ask("Who developed FLOW-MATIC?")
+    errors = [e.summary for e in result.trace if e.kind == "error"]
+    assert errors and all("unknown tool 'browse_web'" in s for s in errors)

@@ -333,9 +333,12 @@ class _Run:
     # -- tools ------------------------------------------------------------------------------
 
     def _run_tool(self, call: ToolCall, offered: Sequence[ToolSpec] = TOOLS) -> ToolResult:
+        """Run a search or fetch; anything else, or a call not allowed now, is an error result."""
         self.tool_calls += 1
         if call.error:
             return self._tool_error(call, f"arguments could not be parsed: {call.error}")
+        if call.name not in (SEARCH, FETCH):
+            return self._tool_error(call, f"unknown tool {call.name!r}")
         if call.name not in {t.name for t in offered}:
             return self._tool_error(
                 call, "the tool budget is nearly spent: call submit_answer or refuse now"
@@ -355,14 +358,8 @@ class _Run:
                 if isinstance(search, str)
                 else self._search(call, search)
             )
-        if call.name == FETCH:
-            fetch = _parse(FetchArgs, call.arguments)
-            return (
-                self._tool_error(call, fetch)
-                if isinstance(fetch, str)
-                else self._fetch(call, fetch)
-            )
-        return self._tool_error(call, f"unknown tool {call.name!r}")
+        fetch = _parse(FetchArgs, call.arguments)
+        return self._tool_error(call, fetch) if isinstance(fetch, str) else self._fetch(call, fetch)
 
     def _search(self, call: ToolCall, search: SearchArgs) -> ToolResult:
         start = time.perf_counter()
