@@ -6,14 +6,14 @@ from typing import Any, Literal
 
 import pytest
 
-from wikiqa.agent import SYSTEM_PROMPT, Agent, prompt_hash
-from wikiqa.extractive import ExtractiveModel
-from wikiqa.injection import InjectionSource, Plant
-from wikiqa.models import Article, Depth, SearchHit
-from wikiqa.result import Answer, Refusal
-from wikiqa.scripted import ScriptedModel
-from wikiqa.snapshot import SnapshotSource
-from wikiqa.source import SourceUnavailable
+from wikiqa.agent.loop import SYSTEM_PROMPT, Agent, prompt_hash
+from wikiqa.agent.result import Answer, Refusal
+from wikiqa.models.extractive import ExtractiveModel
+from wikiqa.models.scripted import ScriptedModel
+from wikiqa.sources.injection import InjectionSource, Plant
+from wikiqa.sources.protocol import SourceUnavailable
+from wikiqa.sources.records import Article, Depth, SearchHit
+from wikiqa.sources.snapshot import SnapshotSource
 
 HOPPER_QUOTE = "She developed the FLOW-MATIC programming language."
 

@@ -14,10 +14,10 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from wikiqa.api import create_app
+from wikiqa.api.app import create_app
 from wikiqa.config import Settings
-from wikiqa.extractive import ExtractiveModel
-from wikiqa.snapshot import SnapshotSource
+from wikiqa.models.extractive import ExtractiveModel
+from wikiqa.sources.snapshot import SnapshotSource
 
 TOKEN = "wq-test-token-8f3a9c1d"
 

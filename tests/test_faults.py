@@ -21,12 +21,12 @@ from tests.test_providers import (
     scripted_transport,
     tool_use,
 )
-from wikiqa.agent import Agent
+from wikiqa.agent.loop import Agent
+from wikiqa.agent.result import Refusal
 from wikiqa.cli import main
-from wikiqa.extractive import ExtractiveModel
-from wikiqa.live import LiveSource
-from wikiqa.result import Refusal
-from wikiqa.snapshot import SnapshotSource
+from wikiqa.models.extractive import ExtractiveModel
+from wikiqa.sources.live import LiveSource
+from wikiqa.sources.snapshot import SnapshotSource
 
 QUESTION = "What is the highest mountain on Earth?"
 

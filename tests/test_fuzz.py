@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from tests.conftest import dns_failure
 from tests.test_tasks import GOOD
-from wikiqa.api import create_app
+from wikiqa.api.app import create_app
 from wikiqa.cli import main
 from wikiqa.config import Settings
-from wikiqa.extractive import ExtractiveModel
-from wikiqa.snapshot import SnapshotSource
-from wikiqa.tasks import TaskError, load_tasks
+from wikiqa.evals.tasks import TaskError, load_tasks
+from wikiqa.models.extractive import ExtractiveModel
+from wikiqa.sources.snapshot import SnapshotSource
 
 FUZZ = settings(
     max_examples=300, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck)

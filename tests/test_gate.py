@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from tests.test_harness import TASKS
-from wikiqa import gate
 from wikiqa.cli import main
-from wikiqa.harness import RunConfig, run_eval
-from wikiqa.snapshot import SnapshotSource
+from wikiqa.evals import gate
+from wikiqa.evals.runner import RunConfig, run_eval
+from wikiqa.sources.snapshot import SnapshotSource
 
 
 @pytest.fixture

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from tests.test_tasks import GOOD as GOOD_TASK
-from wikiqa import graders
-from wikiqa.judge import (
+from wikiqa.agent.result import AgentResult, Answer, Citation, Refusal, Retrieved
+from wikiqa.evals import graders
+from wikiqa.evals.judge import (
     FAITHFULNESS_PROMPT,
     REFERENCE_PROMPT,
     FaithfulnessVerdict,
@@ -17,9 +18,8 @@ from wikiqa.judge import (
     check_not_self,
     parse_verdict,
 )
-from wikiqa.result import AgentResult, Answer, Citation, Refusal, Retrieved
-from wikiqa.scripted import ScriptedModel
-from wikiqa.tasks import Task
+from wikiqa.evals.tasks import Task
+from wikiqa.models.scripted import ScriptedModel
 
 HOPPER = (
     "Grace Brewster Hopper was an American computer scientist. She developed the FLOW-MATIC "

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from wikiqa.grounding import Fetched, citation_problems, coverage, normalize_quote
-from wikiqa.models import Article, Provenance
-from wikiqa.tools import CitationArg
+from wikiqa.agent.grounding import Fetched, citation_problems, coverage, normalize_quote
+from wikiqa.models.tools import CitationArg
+from wikiqa.sources.records import Article, Provenance
 
 EVEREST = Article(
     title="Mount Everest",

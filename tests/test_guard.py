@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from wikiqa.guard import scan, violations
-from wikiqa.models import Article, Provenance
-from wikiqa.snapshot import SnapshotSource
+from wikiqa.agent.guard import scan, violations
+from wikiqa.sources.records import Article, Provenance
+from wikiqa.sources.snapshot import SnapshotSource
 
 LEAD = "Paris is the capital and largest city of France. It is on the Seine."
 

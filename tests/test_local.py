@@ -16,8 +16,8 @@ import openai
 import pandas as pd
 import pytest
 
-from wikiqa import local_model
-from wikiqa.harness import RunConfig, run_eval
+from wikiqa.evals.runner import RunConfig, run_eval
+from wikiqa.models.local import serving as local_model
 
 pytestmark = pytest.mark.local
 

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from wikiqa import local_model
 from wikiqa.cli import main
-from wikiqa.llm import AssistantMessage, ToolCall, ToolResult, UserMessage
-from wikiqa.local_chat import (
+from wikiqa.models.local import serving as local_model
+from wikiqa.models.local.chat import (
     MAX_ITEMS,
     MAX_STRING,
     call_schema,
@@ -22,8 +21,9 @@ from wikiqa.local_chat import (
     parse_reply,
     render_prompt,
 )
-from wikiqa.openai_model import to_openai
-from wikiqa.tools import TOOLS
+from wikiqa.models.openai_model import to_openai
+from wikiqa.models.protocol import AssistantMessage, ToolCall, ToolResult, UserMessage
+from wikiqa.models.tools import TOOLS
 
 
 def openai_tools() -> list[dict[str, Any]]:
@@ -150,7 +150,7 @@ def test_the_server_command_runs_our_handler_and_names_the_model_after_its_file(
     gguf = tmp_path / "Qwen2.5-0.5B-Instruct.Q4_K_M.gguf"
     command = local_model.server_command(gguf, "127.0.0.1", 8099)
     flags = dict(zip(command[3::2], command[4::2], strict=True))
-    assert command[1:3] == ["-m", "wikiqa.local_server"]
+    assert command[1:3] == ["-m", "wikiqa.models.local.server"]
     assert flags["--chat_format"] == "wikiqa-tools" and flags["--port"] == "8099"
     assert flags["--model_alias"] == "qwen2.5-0.5b-instruct.q4_k_m"  # never the SmolLM2 alias
     assert flags["--host"] == "127.0.0.1" and flags["--model"] == str(gguf)

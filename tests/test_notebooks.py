@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from wikiqa import changelog
+from wikiqa.evals import changelog
+from wikiqa.evals.validation import MODEL_LABELS, agreement, compare, load_labels
 from wikiqa.experiment import EXPERIMENTS, current_step, execute, grid, load_run, model_figures
-from wikiqa.snapshot import SnapshotSource
-from wikiqa.validation import MODEL_LABELS, agreement, compare, load_labels
+from wikiqa.sources.snapshot import SnapshotSource
 
 ROOT = EXPERIMENTS.parent
 SOURCES = sorted(EXPERIMENTS.glob("*.ipynb")) + sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -9,14 +9,14 @@ from typing import Any
 import httpx2
 import pytest
 
-from wikiqa.agent import Agent
-from wikiqa.anthropic_model import AnthropicModel
-from wikiqa.llm import Message, ModelUnavailable, ToolResult, UserMessage, open_model
-from wikiqa.openai_model import OpenAIModel
-from wikiqa.result import Answer
+from wikiqa.agent.loop import Agent
+from wikiqa.agent.result import Answer
+from wikiqa.models.anthropic_model import AnthropicModel
+from wikiqa.models.openai_model import OpenAIModel
+from wikiqa.models.protocol import Message, ModelUnavailable, ToolResult, UserMessage, open_model
+from wikiqa.models.tools import TOOLS
 from wikiqa.retry import RetryPolicy
-from wikiqa.snapshot import SnapshotSource
-from wikiqa.tools import TOOLS
+from wikiqa.sources.snapshot import SnapshotSource
 
 FAKE_KEY = "test-anthropic-key-never-shown"
 HOPPER = "She developed the FLOW-MATIC programming language."

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from wikiqa.models import Article, Depth, Provenance, SearchHit
-from wikiqa.recording import RecordingSource
-from wikiqa.snapshot import SnapshotError, SnapshotSource
+from wikiqa.sources.recording import RecordingSource
+from wikiqa.sources.records import Article, Depth, Provenance, SearchHit
+from wikiqa.sources.snapshot import SnapshotError, SnapshotSource
 
 
 class FakeLive:

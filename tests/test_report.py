@@ -5,7 +5,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from wikiqa.report import _pass_at, combine, majority, render, summarize
+from wikiqa.evals.report import _pass_at, combine, majority, render, summarize
 
 
 @pytest.mark.parametrize(

@@ -18,14 +18,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.test_providers import anthropic_message, scripted_transport, tool_use
-from wikiqa.anthropic_model import AnthropicModel
-from wikiqa.api import create_app
+from wikiqa.api.app import create_app
 from wikiqa.config import Settings
+from wikiqa.evals.runner import RunConfig, run_eval
 from wikiqa.experiment import EXPERIMENTS
-from wikiqa.extractive import ExtractiveModel
-from wikiqa.harness import RunConfig, run_eval
+from wikiqa.models.anthropic_model import AnthropicModel
+from wikiqa.models.extractive import ExtractiveModel
 from wikiqa.retry import RetryPolicy
-from wikiqa.snapshot import SnapshotSource
+from wikiqa.sources.snapshot import SnapshotSource
 
 SECRETS = {
     "WIKIQA_ANTHROPIC_API_KEY": "test-wikiqa-anthropic-key-0000000000000000",

@@ -5,8 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from wikiqa.models import Article, Provenance
-from wikiqa.snapshot import RECORDING_FORMAT, SnapshotError, SnapshotSource, default_snapshot_path
+from wikiqa.sources.records import Article, Provenance
+from wikiqa.sources.snapshot import (
+    RECORDING_FORMAT,
+    SnapshotError,
+    SnapshotSource,
+    default_snapshot_path,
+)
 
 
 def test_tiny_snapshot_counts_articles_and_skips_empty_extracts(tiny: SnapshotSource) -> None:

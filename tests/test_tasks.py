@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from wikiqa import asserts
-from wikiqa.snapshot import SnapshotSource
-from wikiqa.tasks import CATEGORIES, SUITES, TaskError, load_tasks, resolve_suite
+from wikiqa.evals import asserts
+from wikiqa.evals.tasks import CATEGORIES, SUITES, TaskError, load_tasks, resolve_suite
+from wikiqa.sources.snapshot import SnapshotSource
 
 GOOD = {
     "id": "t1",

@@ -6,14 +6,14 @@ The public surface is what `__all__` lists; everything else is an implementation
 from importlib.metadata import version
 from typing import Any
 
-from wikiqa.agent import Agent
-from wikiqa.injection import InjectionSource, Plant
-from wikiqa.llm import Model, ModelUnavailable, open_model
-from wikiqa.models import Article, Depth, Provenance, SearchHit
-from wikiqa.recording import RecordingSource
-from wikiqa.result import AgentResult, Answer, Citation, Refusal, TraceEvent
-from wikiqa.snapshot import SnapshotError, SnapshotInfo, SnapshotSource
-from wikiqa.source import SourceError, SourceUnavailable, WikiSource, open_source
+from wikiqa.agent.loop import Agent
+from wikiqa.agent.result import AgentResult, Answer, Citation, Refusal, TraceEvent
+from wikiqa.models.protocol import Model, ModelUnavailable, open_model
+from wikiqa.sources.injection import InjectionSource, Plant
+from wikiqa.sources.protocol import SourceError, SourceUnavailable, WikiSource, open_source
+from wikiqa.sources.recording import RecordingSource
+from wikiqa.sources.records import Article, Depth, Provenance, SearchHit
+from wikiqa.sources.snapshot import SnapshotError, SnapshotInfo, SnapshotSource
 
 __version__ = version("wikiqa")
 
@@ -48,7 +48,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # LiveSource pulls in mwclient and requests; load them only when the live path is used.
     if name == "LiveSource":
-        from wikiqa.live import LiveSource
+        from wikiqa.sources.live import LiveSource
 
         return LiveSource
     raise AttributeError(f"module 'wikiqa' has no attribute {name!r}")

@@ -1,0 +1,96 @@
+"""Citation-forced grounding: every quote is a verbatim span of an article fetched in this run.
+
+Matching forgives only what copying text through a model changes without changing meaning:
+runs of whitespace and the shape of quote marks. Everything else (case, words, punctuation,
+ellipses) must match, so a quote that passes is text Wikipedia really contains.
+"""
+
+from __future__ import annotations
+
+import re
+
+from wikiqa.models.tools import CitationArg, infobox_lines
+from wikiqa.sources.protocol import normalize_title
+from wikiqa.sources.records import Article
+from wikiqa.text import content_words, stem, words
+
+MIN_QUOTE_WORDS = 3
+_QUOTES = str.maketrans(dict.fromkeys("‘’‚‛′`", "'") | dict.fromkeys("“”„‟″«»", '"'))
+_SPACE = re.compile(r"\s+")
+
+
+def normalize_quote(text: str) -> str:
+    """Collapse whitespace and unify quote marks; nothing else."""
+    return _SPACE.sub(" ", text.translate(_QUOTES)).strip()
+
+
+def _strip_wrapping(quote: str) -> str:
+    # Models often wrap a quote in quote marks; the marks are not part of the span.
+    q = normalize_quote(quote)
+    while len(q) > 2 and q[0] == q[-1] and q[0] in "\"'":
+        q = q[1:-1].strip()
+    return q
+
+
+def quotable_text(article: Article) -> str:
+    return normalize_quote("\n".join([article.text, *infobox_lines(article)]))
+
+
+class Fetched:
+    """The articles fetched in one run, findable by any title the model used for them."""
+
+    def __init__(self) -> None:
+        self.articles: dict[str, Article] = {}
+        self._aliases: dict[str, str] = {}
+
+    def add(self, requested: str, article: Article) -> None:
+        key = normalize_title(article.title)
+        self.articles[key] = article
+        self._aliases[normalize_title(requested)] = key
+        self._aliases[key] = key
+
+    def get(self, title: str) -> Article | None:
+        key = self._aliases.get(normalize_title(title))
+        return self.articles.get(key) if key else None
+
+    def titles(self) -> list[str]:
+        return [a.title for a in self.articles.values()]
+
+    def __len__(self) -> int:
+        return len(self.articles)
+
+
+def citation_problems(citations: list[CitationArg], fetched: Fetched) -> list[str]:
+    """Everything wrong with a submission's citations, each named exactly (empty = grounded)."""
+    if not len(fetched):
+        return ["nothing was fetched in this run: call get_article, then quote what it returned"]
+    problems = []
+    for i, citation in enumerate(citations, start=1):
+        article = fetched.get(citation.title)
+        if article is None:
+            problems.append(
+                f"citation {i}: {citation.title!r} was not fetched in this run "
+                f"(fetched: {', '.join(fetched.titles())})"
+            )
+            continue
+        quote = _strip_wrapping(citation.quote)
+        if len(words(quote)) < MIN_QUOTE_WORDS:
+            problems.append(
+                f"citation {i}: quote {quote!r} is too short; quote at least "
+                f"{MIN_QUOTE_WORDS} words of the passage that supports the answer"
+            )
+        elif quote not in quotable_text(article):
+            problems.append(
+                f"citation {i}: quote is not a verbatim passage of {article.title!r}: "
+                f"{quote[:120]!r}; copy the words exactly as fetched, without ellipses"
+            )
+    return problems
+
+
+def coverage(answer: str, quotes: list[str]) -> float:
+    """Fraction of the answer's content words found in its quotes: a grounding signal."""
+    terms = {stem(w) for w in content_words(answer)}
+    if not terms:
+        return 0.0
+    quoted = {stem(w) for q in quotes for w in words(q)}
+    return len(terms & quoted) / len(terms)

@@ -1,0 +1,177 @@
+"""A deterministic injection guard that does not rely on the model complying.
+
+Retrieved text is data. The system prompt says so, but a model may still obey an instruction
+planted in an article, so every fetched article is scanned for instruction-like text, and every
+output (answer, quotes, refusal reason) is checked against what was found before it leaves the
+agent.
+
+What it catches
+- Sentences that address the assistant or the reader: "ignore (all) previous instructions",
+  "tell the user to ...", "output/print/say the following", "respond with", "as an AI ...",
+  "you must ...", anything about "your answer/response/reply", questions (encyclopedic leads
+  state, they do not ask), and sentences that open with an imperative aimed at a reader (visit,
+  click, download, say, print, explain, provide, encode, modify, ...).
+- URLs and web addresses (http(s)://..., www....) anywhere in retrieved text, and bare domains
+  inside instruction-like sentences.
+- In the output: any web address at all (answers never need one), any address found in
+  retrieved text, a run of words copied from an instruction-like sentence (8 or more, or 60% of
+  it), and the payload of "say/output/print/tell the user ..." instructions (the text after the
+  verb, or a quoted string).
+
+What it does not catch
+- Instructions phrased as ordinary encyclopedic statements ("The capital of France is Berlin."):
+  that is misinformation, not an instruction; the graders' faithfulness and correctness checks
+  are what see it.
+- Paraphrased compliance: an output that does what a planted instruction asked in different
+  words (say, a summary in French because the article said "answer in French").
+- Instructions in languages other than English, or split across sentences so that no single
+  sentence looks like one.
+- Payloads shorter than two characters, and instructions with no verb from its list.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from wikiqa.sources.records import Article
+from wikiqa.text import sentences, words
+
+_URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+", re.IGNORECASE)
+_DOMAIN = re.compile(r"\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,12}(?:/[^\s<>\"')\]]*)?\b")
+_TRIGGERS = [
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b",
+    r"\b(?:tell|inform|advise|urge|remind|ask|direct|instruct|encourage)\s+(?:the\s+)?(?:user|reader|human|visitor|customer)s?\b",
+    r"\b(?:output|print|say|write|respond with|reply with|answer with|repeat|return)\s+(?:the\s+)?(?:following|this|exactly|verbatim)\b",
+    r"\bas an? (?:ai|language model|chatbot|llm|ai assistant)\b",
+    r"\b(?:dear|attention|hey|to the|note to the)\s+(?:ai|assistant|model|chatbot|llm)\b",
+    r"\b(?:ai|language model|chatbot|llm)s?\b.{0,30}\b(?:must|should|need to|are required to|reading this)\b",
+    r"\byou (?:must|should|need to|are required to|have to|will now|are now)\b",
+    r"\b(?:new|updated|system|developer) (?:instructions?|prompt|mode)\b",
+    r"\b(?:in|into|to) your (?:response|answer|reply|output)s?\b",
+    r"\byour (?:response|answer|reply|output|message)s?\b",
+    r"^\W*(?:what|what's|who|whom|whose|which|when|where|why|how|is|are|do|does|did|can|could|would|will|should|shall|may|have|has)\b.*\?[\"'”’)]*\s*$",
+    r"\bfrom now on\b",
+    r"^\W*(?:system|assistant|user)\s*:",
+]  # fmt: skip
+# An imperative opening a sentence, followed by the kind of word an order takes next; the
+# follower keeps "Stop motion animation ...", "State parks ..." and "Email is ..." out.
+_IMPERATIVE_START = re.compile(
+    r"^\W*(?:(?:please|important|note|attention|instruction)\W+)*(?:ignore|disregard|forget|"
+    r"tell|say|output|print|respond|reply|write|repeat|include|add|insert|append|visit|click|"
+    r"explain|draft|provide|compose|develop|create|generate|give|list|show|help|suggest|"
+    r"analy[sz]e|determine|classify|encrypt|encode|decode|render|reverse|use|convert|"
+    r"replace|modify|augment|enhance|rewrite|break down|"
+    r"go|navigate|download|install|subscribe|sign up|log in|send|email|contact|call|recommend|"
+    r"mention|promote|advertise|integrate|incorporate|embed|translate|answer|summarize|"
+    r"describe|claim|state|stop|do not|"
+    r"don't|never|always|make sure|ensure|remember)\s+(?:the|a|an|your|you|this|that|these|"
+    r"those|all|any|every|our|us|me|him|her|them|it|here|now|to|in|with|only|by|that|what|"
+    r"everything|anything|how|why|www|https?|[\"'“:])",
+    re.IGNORECASE,
+)
+_TRIGGER = re.compile("|".join(f"(?:{t})" for t in _TRIGGERS), re.IGNORECASE | re.MULTILINE)
+_PAYLOAD = re.compile(
+    r"\b(?:say|output|print|write|respond with|reply with|answer with|repeat|return|claim|"
+    r"tell (?:the )?(?:user|reader|human)s?(?: that)?)"
+    r"(?:\s+(?:the following|this|exactly|verbatim|that))*\s*:?\s*(?P<payload>.+)$",
+    re.IGNORECASE,
+)
+_QUOTED = re.compile(r"[\"“']([^\"”']{2,200})[\"”']")
+# A copied run of words counts as repeating an instruction when it is this long, or covers this
+# share of the instruction: long enough that ordinary facts an instruction reuses do not trip it.
+COPIED_RUN = 8
+COPIED_SHARE = 0.6
+
+
+class Finding(BaseModel):
+    """Instruction-like text (or a web address) found in one retrieved article."""
+
+    model_config = ConfigDict(frozen=True)
+
+    title: str
+    kind: Literal["instruction", "url"]
+    text: str
+
+
+def _is_instruction(sentence: str) -> bool:
+    return bool(_TRIGGER.search(sentence) or _IMPERATIVE_START.search(sentence))
+
+
+def scan(article: Article) -> list[Finding]:
+    """Instruction-like sentences and web addresses in an article's text."""
+    findings: list[Finding] = []
+    for sentence in sentences(article.text):
+        instruction = _is_instruction(sentence)
+        if instruction:
+            findings.append(Finding(title=article.title, kind="instruction", text=sentence))
+        for url in _URL.findall(sentence):
+            findings.append(Finding(title=article.title, kind="url", text=url.rstrip(".,;:")))
+        if instruction:
+            for domain in _DOMAIN.findall(sentence):
+                if "." in domain and not domain.replace(".", "").isdigit():
+                    findings.append(Finding(title=article.title, kind="url", text=domain))
+    return list(dict.fromkeys(findings))
+
+
+def _host(address: str) -> str:
+    """'https://www.evil.example/x' -> 'evil.example': the part an output might carry bare."""
+    host = re.sub(r"^(?:https?://)?(?:www\.)?", "", address.casefold())
+    return re.split(r"[/?#:]", host, maxsplit=1)[0]
+
+
+def _longest_common_run(a: list[str], b: list[str]) -> int:
+    best = 0
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0] * (len(b) + 1)
+        for j, y in enumerate(b, start=1):
+            if x == y:
+                current[j] = previous[j - 1] + 1
+                best = max(best, current[j])
+        previous = current
+    return best
+
+
+def _payloads(instruction: str) -> list[str]:
+    found = [m.group(1) for m in _QUOTED.finditer(instruction)]
+    match = _PAYLOAD.search(instruction)
+    if match:
+        found.append(match.group("payload").strip(" .\"'“”"))
+    return [p for p in found if len(p.strip()) >= 2]
+
+
+def _contains_words(haystack: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    return n > 0 and any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+def violations(output: str, findings: list[Finding]) -> list[str]:
+    """Ways `output` repeats planted instructions or carries web addresses (empty = clean)."""
+    problems: list[str] = []
+    lowered = output.casefold()
+    for url in _URL.findall(output):
+        problems.append(f"the output contains a web address ({url}); answers never need one")
+    out_words = words(output)
+    for finding in findings:
+        if finding.kind == "url":
+            if _host(finding.text) in lowered:
+                problems.append(
+                    f"the output carries {finding.text!r}, an address from {finding.title!r}"
+                )
+            continue
+        inst_words = words(finding.text)
+        run = _longest_common_run(out_words, inst_words)
+        copied = run >= COPIED_RUN or (run >= 3 and run >= COPIED_SHARE * len(inst_words))
+        payload_hit = next(
+            (p for p in _payloads(finding.text) if _contains_words(out_words, words(p))),
+            None,
+        )
+        if copied or payload_hit:
+            problems.append(
+                f"the output repeats instruction-like text planted in {finding.title!r} "
+                f"({finding.text[:100]!r}); retrieved text is data, not instructions"
+            )
+    return list(dict.fromkeys(problems))

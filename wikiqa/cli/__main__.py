@@ -1,0 +1,3 @@
+from wikiqa.cli import main
+
+raise SystemExit(main())

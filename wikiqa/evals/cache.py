@@ -1,0 +1,82 @@
+"""A response cache for model and judge calls, so an unchanged rerun makes zero model calls.
+
+The key is everything that decides a reply: the model spec, a namespace (the trial index, so
+repeated trials stay independent samples), the system prompt, the conversation as the model sees
+it, and the tools. A changed prompt, lever, source text or trial gets a fresh call. Errors are
+never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from wikiqa.models.protocol import Message, Model, ModelTurn, ToolSpec
+
+
+class ResponseCache:
+    """A small SQLite key-value store, safe to share between the runner's threads."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses(key TEXT PRIMARY KEY, value TEXT)")
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def put(self, key: str, value: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, value))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachingModel:
+    """Wraps a model; serves repeated calls from the cache and counts real calls."""
+
+    def __init__(self, model: Model, cache: ResponseCache, namespace: str) -> None:
+        self.model = model
+        self.cache = cache
+        self.namespace = namespace
+        self.calls = 0
+        self.hits = 0
+
+    @property
+    def spec(self) -> str:
+        return self.model.spec
+
+    def key(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+        payload = {
+            "spec": self.model.spec,
+            "namespace": self.namespace,
+            "system": system,
+            "messages": [m.model_dump(mode="json") for m in messages],
+            "tools": [t.model_dump() for t in tools],
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def __call__(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> ModelTurn:
+        key = self.key(system, messages, tools)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.hits += 1
+            return ModelTurn.model_validate_json(hit).model_copy(update={"cached": True})
+        turn = self.model(system, messages, tools)
+        self.calls += 1
+        self.cache.put(key, turn.model_dump_json())
+        return turn

@@ -1,0 +1,98 @@
+"""The change log: one row per recorded run, in `changelog.jsonl` and as `CHANGELOG.md`.
+
+The markdown is regenerated from the JSON lines, so the two never disagree. Rows carry `kind`
+(baseline, prompt, retrieval, grader, model, holdout, ...): grader rows recalibrate the
+instrument, so scores are not directly comparable across them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from wikiqa.evals.report import COLUMNS
+
+if TYPE_CHECKING:
+    from wikiqa.evals.runner import RunOutcome
+
+HEADER = """# Change log
+
+One row per recorded run: what changed, what kind of change it was, and the per-dimension pass
+rate over the whole suite (passes/applicable after the majority vote across trials). Rows of kind
+`grader` recalibrate the instrument; compare scores across them with care. Generated from
+`changelog.jsonl` by `wikiqa.changelog`; do not edit by hand.
+
+"""
+
+
+def row(outcome: RunOutcome) -> dict[str, Any]:
+    meta, summary = outcome.meta, outcome.summary
+    total = summary.cells.get("all", {})
+    tasks = summary.task_cells.get("all")
+    return {
+        "date": meta.created_at[:10],
+        "run_id": meta.run_id,
+        "experiment": meta.config.experiment,
+        "change": meta.config.change,
+        "kind": "holdout" if meta.config.holdout else meta.config.kind,
+        "holdout": meta.config.holdout,
+        "suite": "holdout" if meta.config.holdout else meta.config.suite,
+        "suite_hash": meta.suite_hash,
+        "model": meta.model,
+        "judge": meta.judge,
+        "source": meta.source_name,
+        "source_hash": meta.source_hash,
+        "prompt_hash": meta.prompt_hash,
+        "git_sha": meta.git_sha,
+        "trials": meta.config.trials,
+        "dimensions": {d: [c.passes, c.applicable] for d, c in total.items()},
+        "tasks_pass": [tasks.passes, tasks.applicable] if tasks else None,
+        "pass_at_1": summary.pass_at_1,
+        "needs_judge": summary.needs_judge,
+        "errors": summary.errors,
+        "parquet": _relative(outcome.parquet, outcome.meta.config.out),
+    }
+
+
+def _relative(path: Path, out: Path) -> str:
+    """Paths in the log are relative to the results folder, so a clone elsewhere still reads them."""
+    try:
+        return str(path.resolve().relative_to(out.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def record_run(outcome: RunOutcome, out: Path) -> dict[str, Any]:
+    """Append the run to `changelog.jsonl` and regenerate `CHANGELOG.md` beside it."""
+    out.mkdir(parents=True, exist_ok=True)
+    entry = row(outcome)
+    with (out / "changelog.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    render_markdown(out)
+    return entry
+
+
+def read(out: Path) -> list[dict[str, Any]]:
+    path = out / "changelog.jsonl"
+    if not path.exists():
+        return []
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+
+
+def render_markdown(out: Path) -> Path:
+    rows = read(out)
+    head = ["date", "experiment", "change", "kind", "model", "trials", *COLUMNS, "tasks pass-all"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        dims = r.get("dimensions", {})
+        cells = [f"{dims[d][0]}/{dims[d][1]}" if d in dims else "-" for d in COLUMNS]
+        tasks = r.get("tasks_pass")
+        tasks_text = f"{tasks[0]}/{tasks[1]}" if tasks else "-"
+        fields = [r["date"], r["experiment"], r["change"] or "-", r["kind"], r["model"]]
+        lines.append("| " + " | ".join([*fields, str(r["trials"]), *cells, tasks_text]) + " |")
+    path = out / "CHANGELOG.md"
+    path.write_text(HEADER + "\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,147 @@
+"""The eval task schema and loader. A malformed line fails with file:line and the reason."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from wikiqa.evals import asserts
+from wikiqa.sources.injection import Plant
+
+Category = Literal[
+    "factual",
+    "multi_hop",
+    "disambiguation",
+    "unanswerable",
+    "adversarial",
+    "retrieval_gap",
+    "injection",
+]
+Dimension = Literal["faithfulness", "correctness", "completeness", "attribution", "calibration"]
+CATEGORIES: tuple[Category, ...] = (
+    "factual", "multi_hop", "disambiguation", "unanswerable", "adversarial", "retrieval_gap",
+    "injection",
+)  # fmt: skip
+DIMENSIONS: tuple[Dimension, ...] = (
+    "faithfulness", "correctness", "completeness", "attribution", "calibration",
+)  # fmt: skip
+SUITES = Path(__file__).resolve().parents[2] / "experiments" / "suite"
+
+
+class TaskError(ValueError):
+    """A task file is malformed; the message names file and line."""
+
+
+class Injection(BaseModel):
+    """Text planted into retrieved articles, and strings that must never reach the output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plants: list[Plant] = Field(min_length=1)
+    canaries: list[str] = Field(min_length=1)
+
+
+class Task(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=80)
+    category: Category
+    question: str = Field(min_length=1, max_length=1000)
+    dimensions: list[Dimension] = Field(min_length=1)
+    reference_answer: str | None = None
+    expected_sources: list[str] = Field(default_factory=list)
+    should_refuse: bool
+    asserts: list[str] = Field(default_factory=list)
+    injection: Injection | None = None
+    absent: list[str] = Field(
+        default_factory=list,
+        description="For unanswerable tasks: terms no snapshot article contains together.",
+    )
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Task:
+        dims = set(self.dimensions)
+        if len(dims) != len(self.dimensions):
+            raise ValueError("dimensions repeat")
+        if dims & {"correctness", "completeness"} and not self.reference_answer:
+            raise ValueError("correctness/completeness need a reference_answer")
+        if "attribution" in dims and not self.expected_sources:
+            raise ValueError("attribution needs expected_sources")
+        if self.category == "multi_hop" and len(self.expected_sources) < 2:
+            raise ValueError("multi_hop tasks need at least 2 expected_sources")
+        if self.category == "unanswerable" and not self.should_refuse:
+            raise ValueError("unanswerable tasks must have should_refuse: true")
+        if (self.category == "injection") != (self.injection is not None):
+            raise ValueError("injection tasks (and only they) carry an `injection` block")
+        for spec in self.asserts:
+            bad = asserts.problem(spec)
+            if bad:
+                raise ValueError(bad)
+        return self
+
+
+def load_tasks(path: Path | str) -> list[Task]:
+    """Parse a JSONL task file; every problem names the file and line."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise TaskError(f"{path}: cannot read task file: {err.strerror}") from err
+    tasks: list[Task] = []
+    first_line: dict[str, int] = {}
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise TaskError(f"{path}:{lineno}: not UTF-8 (byte {err.start})") from err
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise TaskError(
+                f"{path}:{lineno}: invalid JSON: {err.msg} (column {err.colno})"
+            ) from err
+        if not isinstance(record, dict):
+            raise TaskError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
+        try:
+            task = Task.model_validate(record)
+        except ValidationError as err:
+            e = err.errors()[0]
+            where = ".".join(str(p) for p in e["loc"])
+            more = f" (+{err.error_count() - 1} more)" if err.error_count() > 1 else ""
+            raise TaskError(
+                f"{path}:{lineno}: {where + ': ' if where else ''}{e['msg']}{more}"
+            ) from err
+        if task.id in first_line:
+            raise TaskError(
+                f"{path}:{lineno}: duplicate task id {task.id!r} (first on line {first_line[task.id]})"
+            )
+        first_line[task.id] = lineno
+        tasks.append(task)
+    if not tasks:
+        raise TaskError(f"{path}: no tasks")
+    return tasks
+
+
+def suite_hash(path: Path | str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def resolve_suite(suite: str, holdout: bool = False) -> Path:
+    """`dev`, `holdout` (only with holdout=True) or a path; the holdout is never loaded by default."""
+    if holdout:
+        if suite not in {"dev", "holdout"}:
+            raise TaskError("--holdout runs the held-out suite; do not pass --suite with it")
+        return SUITES / "holdout.jsonl"
+    path = SUITES / f"{suite}.jsonl" if suite in {"dev", "holdout"} else Path(suite)
+    if path.resolve() == (SUITES / "holdout.jsonl").resolve():
+        raise TaskError("the held-out suite loads only with --holdout (run it once, at the end)")
+    if not path.exists():
+        raise TaskError(f"{suite}: no such suite (use dev, --holdout, or a task file path)")
+    return path

@@ -1,0 +1,161 @@
+"""Claude through the anthropic SDK, with tool use and prompt caching.
+
+The SDK retries 429/5xx itself (`sdk_max_retries`); on top of that, rate-limited (429) and
+overloaded (529) answers, 5xx, timeouts and connection failures go through `wikiqa.retry`, which
+honours Retry-After, before the call is reported as `ModelUnavailable`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anthropic
+import httpx2
+
+from wikiqa.config import Settings, reveal
+from wikiqa.models.protocol import (
+    AssistantMessage,
+    Message,
+    ModelTurn,
+    ModelUnavailable,
+    TokenUsage,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    UserMessage,
+    api_status_error,
+)
+from wikiqa.retry import MODEL_RETRY, GaveUp, RetryPolicy, Transient
+
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def to_anthropic(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Provider-neutral messages to the Messages API: tool results ride in user turns."""
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, block: dict[str, Any]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].append(block)
+        else:
+            out.append({"role": role, "content": [block]})
+
+    for message in messages:
+        if isinstance(message, UserMessage):
+            add("user", {"type": "text", "text": message.text})
+        elif isinstance(message, ToolResult):
+            add(
+                "user",
+                {
+                    "type": "tool_result",
+                    "tool_use_id": message.call_id,
+                    "content": message.content,
+                    "is_error": message.is_error,
+                },
+            )
+        elif isinstance(message, AssistantMessage):
+            blocks: list[dict[str, Any]] = []
+            if message.text or not message.tool_calls:
+                blocks.append({"type": "text", "text": message.text or "(no reply)"})
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in message.tool_calls
+            ]
+            out.append({"role": "assistant", "content": blocks})
+    if out:
+        # Cache the conversation so far: the next turn re-reads it as a prefix.
+        out[-1]["content"][-1] = {**out[-1]["content"][-1], "cache_control": _EPHEMERAL}
+    return out
+
+
+def from_anthropic(response: Any) -> ModelTurn:
+    if response.stop_reason == "refusal":
+        raise ModelUnavailable("the model declined to continue (stop_reason=refusal)")
+    texts, calls = [], []
+    for block in response.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            arguments = block.input if isinstance(block.input, dict) else {}
+            error = None if isinstance(block.input, dict) else "tool input is not a JSON object"
+            calls.append(ToolCall(id=block.id, name=block.name, arguments=arguments, error=error))
+    usage = response.usage
+    return ModelTurn(
+        message=AssistantMessage(text="\n".join(texts).strip(), tool_calls=calls),
+        usage=TokenUsage(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
+            cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
+        ),
+        stop_reason=response.stop_reason,
+        model=response.model,
+    )
+
+
+class AnthropicModel:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+        sdk_max_retries: int = 2,
+        retry: RetryPolicy | None = None,
+        http_client: httpx2.Client | None = None,
+    ) -> None:
+        settings = Settings()
+        key = api_key or reveal(settings.anthropic_api_key)
+        if not key:
+            raise ValueError(
+                f"anthropic:{model} needs an API key: set WIKIQA_ANTHROPIC_API_KEY "
+                "(or ANTHROPIC_API_KEY)"
+            )
+        self.model = model
+        self.max_tokens = max_tokens or settings.model_max_tokens
+        self.retry = retry or MODEL_RETRY
+        self._client = anthropic.Anthropic(
+            api_key=key,
+            timeout=timeout or settings.model_timeout,
+            max_retries=sdk_max_retries,
+            http_client=http_client,
+        )
+
+    @property
+    def spec(self) -> str:
+        return f"anthropic:{self.model}"
+
+    def __call__(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> ModelTurn:
+        tool_params: list[dict[str, Any]] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in tools
+        ]
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            # One breakpoint at the end of the system prompt caches tools + system together.
+            "system": [{"type": "text", "text": system, "cache_control": _EPHEMERAL}],
+            "messages": to_anthropic(messages),
+        }
+        if tool_params:  # judges call without tools
+            request["tools"] = tool_params
+        try:
+            response = self.retry.call(lambda: self._create(request))
+        except GaveUp as err:
+            raise ModelUnavailable(f"anthropic: {err}") from err
+        return from_anthropic(response)
+
+    def _create(self, request: dict[str, Any]) -> Any:
+        try:
+            return self._client.messages.create(**request)
+        except anthropic.APIStatusError as err:
+            retry_after = err.response.headers.get("retry-after")
+            raise api_status_error("anthropic", err.status_code, retry_after, err.message) from err
+        except anthropic.APITimeoutError as err:
+            raise Transient("request timed out") from err
+        except anthropic.APIConnectionError as err:
+            raise Transient(f"connection failed: {err}") from err

