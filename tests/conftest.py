@@ -11,7 +11,7 @@ import pytest
 import requests
 import urllib3.exceptions
 
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.sources import SnapshotSource
 
 DATA = Path(__file__).parent / "data"
 

@@ -6,14 +6,17 @@ from typing import Any, Literal
 
 import pytest
 
-from wikiqa.agent.loop import SYSTEM_PROMPT, Agent, prompt_hash
-from wikiqa.agent.result import Answer, Refusal
-from wikiqa.models.extractive import ExtractiveModel
-from wikiqa.models.scripted import ScriptedModel
-from wikiqa.sources.injection import InjectionSource, Plant
-from wikiqa.sources.protocol import SourceUnavailable
-from wikiqa.sources.records import Article, Depth, SearchHit
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.agent import SYSTEM_PROMPT, Agent, Answer, Refusal, prompt_hash
+from wikiqa.models import ExtractiveModel, ScriptedModel
+from wikiqa.sources import (
+    Article,
+    Depth,
+    InjectionSource,
+    Plant,
+    SearchHit,
+    SnapshotSource,
+    SourceUnavailable,
+)
 
 HOPPER_QUOTE = "She developed the FLOW-MATIC programming language."
 

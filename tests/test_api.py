@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 
 from wikiqa.api.app import create_app
 from wikiqa.config import Settings
-from wikiqa.models.extractive import ExtractiveModel
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.models import ExtractiveModel
+from wikiqa.sources import SnapshotSource
 
 TOKEN = "wq-test-token-8f3a9c1d"
 

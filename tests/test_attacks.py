@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from wikiqa.agent.result import AgentResult, Answer, Citation, Refusal
+from wikiqa.agent import AgentResult, Answer, Citation, Refusal
 from wikiqa.evals.attacks import Attack, drill, flagged, followed, project_attacks
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.sources import SnapshotSource
 
 
 def test_there_are_at_least_30_attacks_and_the_guard_flags_each() -> None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from wikiqa.bench import latency_queries, load_pairs, recall_at
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.sources import SnapshotSource
 
 
 def test_recall_pairs_are_many_and_point_at_real_articles(snapshot: SnapshotSource) -> None:

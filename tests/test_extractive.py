@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from wikiqa.models.extractive import ExtractiveModel
-from wikiqa.models.protocol import open_model
-from wikiqa.sources.records import Article, Provenance
+from wikiqa.models import ExtractiveModel
+from wikiqa.registry import open_model
+from wikiqa.sources import Article, Provenance
 
 
 def article(title: str, text: str) -> Article:

@@ -21,12 +21,11 @@ from tests.test_providers import (
     scripted_transport,
     tool_use,
 )
-from wikiqa.agent.loop import Agent
-from wikiqa.agent.result import Refusal
+from wikiqa.agent import Agent, Refusal
 from wikiqa.cli import main
-from wikiqa.models.extractive import ExtractiveModel
+from wikiqa.models import ExtractiveModel
+from wikiqa.sources import SnapshotSource
 from wikiqa.sources.live import LiveSource
-from wikiqa.sources.snapshot import SnapshotSource
 
 QUESTION = "What is the highest mountain on Earth?"
 

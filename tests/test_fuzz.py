@@ -23,8 +23,8 @@ from wikiqa.api.app import create_app
 from wikiqa.cli import main
 from wikiqa.config import Settings
 from wikiqa.evals.tasks import TaskError, load_tasks
-from wikiqa.models.extractive import ExtractiveModel
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.models import ExtractiveModel
+from wikiqa.sources import SnapshotSource
 
 FUZZ = settings(
     max_examples=300, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck)

@@ -11,7 +11,7 @@ from tests.test_harness import TASKS
 from wikiqa.cli import main
 from wikiqa.evals import gate
 from wikiqa.evals.runner import RunConfig, run_eval
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.sources import SnapshotSource
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.test_tasks import GOOD as GOOD_TASK
-from wikiqa.agent.result import AgentResult, Answer, Citation, Refusal, Retrieved
+from wikiqa.agent import AgentResult, Answer, Citation, Refusal, Retrieved
 from wikiqa.evals import graders
 from wikiqa.evals.judge import (
     FAITHFULNESS_PROMPT,
@@ -19,7 +19,7 @@ from wikiqa.evals.judge import (
     parse_verdict,
 )
 from wikiqa.evals.tasks import Task
-from wikiqa.models.scripted import ScriptedModel
+from wikiqa.models import ScriptedModel
 
 HOPPER = (
     "Grace Brewster Hopper was an American computer scientist. She developed the FLOW-MATIC "

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from wikiqa.agent.grounding import Fetched, citation_problems, coverage, normalize_quote
-from wikiqa.models.tools import CitationArg
-from wikiqa.sources.records import Article, Provenance
+from wikiqa.agent import Fetched, citation_problems, coverage, normalize_quote
+from wikiqa.models import CitationArg
+from wikiqa.sources import Article, Provenance
 
 EVEREST = Article(
     title="Mount Everest",

@@ -2,9 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from wikiqa.agent.guard import scan, violations
-from wikiqa.sources.records import Article, Provenance
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.agent import scan, violations
+from wikiqa.sources import Article, Provenance, SnapshotSource
 
 LEAD = "Paris is the capital and largest city of France. It is on the Seine."
 

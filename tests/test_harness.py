@@ -11,11 +11,8 @@ import pytest
 
 from wikiqa.evals.judge import SelfJudging
 from wikiqa.evals.runner import META_COLUMNS, HoldoutRefused, RunConfig, journal_dir, run_eval
-from wikiqa.models.extractive import ExtractiveModel
-from wikiqa.models.scripted import ScriptedModel
-from wikiqa.sources.protocol import SourceUnavailable
-from wikiqa.sources.records import Article, Depth, SearchHit
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.models import ExtractiveModel, ScriptedModel
+from wikiqa.sources import Article, Depth, SearchHit, SnapshotSource, SourceUnavailable
 
 FULL = ["faithfulness", "correctness", "completeness", "attribution", "calibration"]
 TASKS: list[dict[str, Any]] = [
@@ -213,7 +210,7 @@ def test_read_first_is_a_recorded_lever_that_must_fit_the_budget(
 def test_proposals_recover_what_the_model_proposed_even_when_the_agent_rejected_it(
     suite: Path, tmp_path: Path, tiny: SnapshotSource
 ) -> None:
-    from wikiqa.agent.result import Answer, Refusal
+    from wikiqa.agent import Answer, Refusal
     from wikiqa.evals.validation import proposals
 
     paraphrase = {

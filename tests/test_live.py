@@ -15,8 +15,8 @@ from responses import matchers
 
 from tests.conftest import dns_failure
 from wikiqa.retry import parse_retry_after
+from wikiqa.sources import SourceUnavailable
 from wikiqa.sources.live import LiveSource, check_host
-from wikiqa.sources.protocol import SourceUnavailable
 
 API = "https://en.wikipedia.org/w/api.php"
 MW = Path(__file__).parent / "data" / "mediawiki"

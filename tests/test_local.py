@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from wikiqa.evals.runner import RunConfig, run_eval
-from wikiqa.models.local import serving as local_model
+from wikiqa.models import local as local_model
 
 pytestmark = pytest.mark.local
 

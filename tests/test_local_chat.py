@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from wikiqa.cli import main
-from wikiqa.models.local import serving as local_model
+from wikiqa.models import TOOLS, AssistantMessage, ToolCall, ToolResult, UserMessage
+from wikiqa.models import local as local_model
 from wikiqa.models.local.chat import (
     MAX_ITEMS,
     MAX_STRING,
@@ -22,8 +23,6 @@ from wikiqa.models.local.chat import (
     render_prompt,
 )
 from wikiqa.models.openai_model import to_openai
-from wikiqa.models.protocol import AssistantMessage, ToolCall, ToolResult, UserMessage
-from wikiqa.models.tools import TOOLS
 
 
 def openai_tools() -> list[dict[str, Any]]:

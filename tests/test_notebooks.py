@@ -15,7 +15,7 @@ import pytest
 from wikiqa.evals import changelog
 from wikiqa.evals.validation import MODEL_LABELS, agreement, compare, load_labels
 from wikiqa.experiment import EXPERIMENTS, current_step, execute, grid, load_run, model_figures
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.sources import SnapshotSource
 
 ROOT = EXPERIMENTS.parent
 SOURCES = sorted(EXPERIMENTS.glob("*.ipynb")) + sorted((ROOT / "notebooks").glob("*.ipynb"))

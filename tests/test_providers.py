@@ -9,14 +9,19 @@ from typing import Any
 import httpx2
 import pytest
 
-from wikiqa.agent.loop import Agent
-from wikiqa.agent.result import Answer
-from wikiqa.models.anthropic_model import AnthropicModel
-from wikiqa.models.openai_model import OpenAIModel
-from wikiqa.models.protocol import Message, ModelUnavailable, ToolResult, UserMessage, open_model
-from wikiqa.models.tools import TOOLS
+from wikiqa.agent import Agent, Answer
+from wikiqa.models import (
+    TOOLS,
+    AnthropicModel,
+    Message,
+    ModelUnavailable,
+    OpenAIModel,
+    ToolResult,
+    UserMessage,
+)
+from wikiqa.registry import open_model
 from wikiqa.retry import RetryPolicy
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.sources import SnapshotSource
 
 FAKE_KEY = "test-anthropic-key-never-shown"
 HOPPER = "She developed the FLOW-MATIC programming language."

@@ -5,9 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from wikiqa.sources.recording import RecordingSource
-from wikiqa.sources.records import Article, Depth, Provenance, SearchHit
-from wikiqa.sources.snapshot import SnapshotError, SnapshotSource
+from wikiqa.sources import (
+    Article,
+    Depth,
+    Provenance,
+    RecordingSource,
+    SearchHit,
+    SnapshotError,
+    SnapshotSource,
+)
 
 
 class FakeLive:

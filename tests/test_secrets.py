@@ -22,10 +22,10 @@ from wikiqa.api.app import create_app
 from wikiqa.config import Settings
 from wikiqa.evals.runner import RunConfig, run_eval
 from wikiqa.experiment import EXPERIMENTS
+from wikiqa.models import ExtractiveModel
 from wikiqa.models.anthropic_model import AnthropicModel
-from wikiqa.models.extractive import ExtractiveModel
 from wikiqa.retry import RetryPolicy
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.sources import SnapshotSource
 
 SECRETS = {
     "WIKIQA_ANTHROPIC_API_KEY": "test-wikiqa-anthropic-key-0000000000000000",

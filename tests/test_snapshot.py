@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from wikiqa.sources.records import Article, Provenance
-from wikiqa.sources.snapshot import (
+from wikiqa.sources import (
     RECORDING_FORMAT,
+    Article,
+    Provenance,
     SnapshotError,
     SnapshotSource,
     default_snapshot_path,

@@ -8,7 +8,7 @@ import pytest
 
 from wikiqa.evals import asserts
 from wikiqa.evals.tasks import CATEGORIES, SUITES, TaskError, load_tasks, resolve_suite
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.sources import SnapshotSource
 
 GOOD = {
     "id": "t1",

@@ -1,19 +1,32 @@
 """wikiqa: a Wikipedia-grounded question-answering agent and the evals that climb it.
 
-The public surface is what `__all__` lists; everything else is an implementation detail.
+The public surface is what `__all__` lists. The subpackages follow the pipeline, each with its
+own `__all__`: `sources` (Wikipedia text), `models` (who takes the turns), `agent` (the loop),
+`evals` (tasks, graders, runner, report, gate), `experiment` (the notebook workflow), and the
+front ends `cli`, `api` and `bench`. `registry` builds models and sources from spec strings.
 """
 
 from importlib.metadata import version
 from typing import Any
 
-from wikiqa.agent.loop import Agent
-from wikiqa.agent.result import AgentResult, Answer, Citation, Refusal, TraceEvent
-from wikiqa.models.protocol import Model, ModelUnavailable, open_model
-from wikiqa.sources.injection import InjectionSource, Plant
-from wikiqa.sources.protocol import SourceError, SourceUnavailable, WikiSource, open_source
-from wikiqa.sources.recording import RecordingSource
-from wikiqa.sources.records import Article, Depth, Provenance, SearchHit
-from wikiqa.sources.snapshot import SnapshotError, SnapshotInfo, SnapshotSource
+from wikiqa.agent import Agent, AgentResult, Answer, Citation, Refusal, TraceEvent
+from wikiqa.models import Model, ModelUnavailable
+from wikiqa.registry import open_model, open_source
+from wikiqa.sources import (
+    Article,
+    Depth,
+    InjectionSource,
+    Plant,
+    Provenance,
+    RecordingSource,
+    SearchHit,
+    SnapshotError,
+    SnapshotInfo,
+    SnapshotSource,
+    SourceError,
+    SourceUnavailable,
+    WikiSource,
+)
 
 __version__ = version("wikiqa")
 

@@ -1,0 +1,50 @@
+"""The agent: one question in, a grounded answer or an honest refusal out.
+
+- `loop`: `Agent` and the loop itself (always retrieve, budget, closing phase);
+- `state`: one run's bookkeeping (conversation, evidence, trace, counters);
+- `actions`: running the model's search and fetch calls; `render`: how results are shown to it;
+- `decide`: accepting or repairing a submission, the last guard check, confidence;
+- `grounding`: verbatim-quote checks; `guard`: the deterministic injection guard;
+- `prompts`: the system prompts and their hash; `result`: what the agent returns.
+"""
+
+from wikiqa.agent.grounding import Fetched, citation_problems, coverage, normalize_quote
+from wikiqa.agent.guard import Finding, scan, violations
+from wikiqa.agent.loop import CLOSING, DEFAULT_BUDGET, Agent
+from wikiqa.agent.prompts import BASELINE_SYSTEM_PROMPT, SYSTEM_PROMPT, prompt_hash
+from wikiqa.agent.result import (
+    INFRASTRUCTURE_CODES,
+    AgentResult,
+    Answer,
+    Citation,
+    Output,
+    Refusal,
+    Retrieved,
+    TraceEvent,
+    Usage,
+)
+
+__all__ = [
+    "BASELINE_SYSTEM_PROMPT",
+    "CLOSING",
+    "DEFAULT_BUDGET",
+    "INFRASTRUCTURE_CODES",
+    "SYSTEM_PROMPT",
+    "Agent",
+    "AgentResult",
+    "Answer",
+    "Citation",
+    "Fetched",
+    "Finding",
+    "Output",
+    "Refusal",
+    "Retrieved",
+    "TraceEvent",
+    "Usage",
+    "citation_problems",
+    "coverage",
+    "normalize_quote",
+    "prompt_hash",
+    "scan",
+    "violations",
+]

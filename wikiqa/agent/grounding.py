@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from wikiqa.models.tools import CitationArg, infobox_lines
-from wikiqa.sources.protocol import normalize_title
-from wikiqa.sources.records import Article
+from wikiqa.agent.render import infobox_lines
+from wikiqa.models import CitationArg
+from wikiqa.sources import Article, normalize_title
 from wikiqa.text import content_words, stem, words
 
 MIN_QUOTE_WORDS = 3

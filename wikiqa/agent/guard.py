@@ -36,7 +36,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from wikiqa.sources.records import Article
+from wikiqa.sources import Article
 from wikiqa.text import sentences, words
 
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+", re.IGNORECASE)

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from wikiqa.models.protocol import TokenUsage
+from wikiqa.models import TokenUsage
 
 RefusalCode = Literal[
     "not_supported",  # the model (or policy) found no support in the fetched text

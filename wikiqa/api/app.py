@@ -8,17 +8,17 @@ the server read arbitrary snapshot files or reach live hosts.
 from __future__ import annotations
 
 import secrets
+from importlib.metadata import version
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, Header, HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from wikiqa import __version__
-from wikiqa.agent.loop import DEFAULT_BUDGET, Agent
-from wikiqa.agent.result import AgentResult
+from wikiqa.agent import DEFAULT_BUDGET, Agent, AgentResult
 from wikiqa.config import Settings, reveal
-from wikiqa.models.protocol import Model, open_model
-from wikiqa.sources.protocol import WikiSource, open_source
+from wikiqa.models import Model
+from wikiqa.registry import open_model, open_source
+from wikiqa.sources import WikiSource
 
 
 class AskOptions(BaseModel):
@@ -57,7 +57,7 @@ def create_app(
     model = model or open_model(settings.model)
     source = source or open_source(settings.source)
     token = reveal(settings.api_token)
-    app = FastAPI(title="wikiqa", version=__version__, summary="Wikipedia-grounded QA")
+    app = FastAPI(title="wikiqa", version=version("wikiqa"), summary="Wikipedia-grounded QA")
 
     def require_token(authorization: Annotated[str | None, Header()] = None) -> None:
         if token is None:
@@ -72,7 +72,7 @@ def create_app(
 
     @app.get("/healthz")
     def healthz() -> Health:
-        return Health(status="ok", version=__version__, model=model.spec, source=source.name)
+        return Health(status="ok", version=version("wikiqa"), model=model.spec, source=source.name)
 
     @app.post("/api/ask", dependencies=[Depends(require_token)])
     def ask(request: AskRequest) -> AgentResult:

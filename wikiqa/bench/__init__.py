@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from wikiqa.sources.snapshot import SnapshotSource
+from wikiqa.sources import SnapshotSource
 from wikiqa.text import sentences
 
 
@@ -115,8 +115,8 @@ def bench_sources(pairs_path: Path | None = None) -> dict[str, float]:
 
 def bench_ask(processes: int = 10, pairs_path: Path | None = None) -> dict[str, float]:
     """Offline `ask` latency: in-process over the recall questions, and as new processes."""
-    from wikiqa.agent.loop import Agent
-    from wikiqa.models.extractive import ExtractiveModel
+    from wikiqa.agent import Agent
+    from wikiqa.models import ExtractiveModel
 
     questions = [p.question for p in load_pairs(pairs_path)]
     agent = Agent(ExtractiveModel(), SnapshotSource())
@@ -320,9 +320,9 @@ def bench_local(questions: int = 5) -> dict[str, float]:
     flatter the prompt figure."""
     import openai
 
-    from wikiqa.agent.loop import Agent
-    from wikiqa.models.local import serving as local_model
-    from wikiqa.models.protocol import open_model
+    from wikiqa.agent import Agent
+    from wikiqa.models import local as local_model
+    from wikiqa.registry import open_model
 
     process, spec = local_model.start()
     try:

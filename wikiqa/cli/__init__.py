@@ -15,12 +15,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from wikiqa.agent.result import AgentResult, Answer, TraceEvent
+from wikiqa.agent import AgentResult, Answer, TraceEvent
 from wikiqa.config import Settings
-from wikiqa.models.local import serving as local_model
-from wikiqa.sources.protocol import SourceUnavailable, WikiSource, open_source
-from wikiqa.sources.records import Article, SearchHit
-from wikiqa.sources.snapshot import SnapshotError
+from wikiqa.models import local as local_model
+from wikiqa.registry import open_source
+from wikiqa.sources import Article, SearchHit, SnapshotError, SourceUnavailable, WikiSource
 
 EXIT_NOT_FOUND = 1
 EXIT_UNAVAILABLE = 3
@@ -109,7 +108,7 @@ def cmd_article(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot_info(args: argparse.Namespace) -> int:
-    from wikiqa.sources.snapshot import SnapshotSource
+    from wikiqa.sources import SnapshotSource
 
     try:
         info = SnapshotSource(args.path).info()
@@ -135,7 +134,7 @@ def _read_titles(path: Path) -> list[str]:
 
 
 def cmd_snapshot_record(args: argparse.Namespace) -> int:
-    from wikiqa.sources.recording import RecordingSource
+    from wikiqa.sources import RecordingSource
 
     titles = _read_titles(args.titles)
     try:
@@ -183,8 +182,8 @@ def _print_result(result: AgentResult) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from wikiqa.agent.loop import Agent
-    from wikiqa.models.protocol import open_model
+    from wikiqa.agent import Agent
+    from wikiqa.registry import open_model
 
     try:
         model = open_model(args.model or Settings().model)
@@ -217,7 +216,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from wikiqa.api.app import create_app
-    from wikiqa.models.protocol import open_model
+    from wikiqa.registry import open_model
 
     settings = Settings()
     try:

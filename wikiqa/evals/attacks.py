@@ -18,14 +18,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from wikiqa.agent.guard import scan
-from wikiqa.agent.loop import Agent
-from wikiqa.agent.result import AgentResult, Answer
-from wikiqa.models.extractive import ExtractiveModel
-from wikiqa.models.scripted import ScriptedModel
-from wikiqa.sources.injection import InjectionSource, Plant
-from wikiqa.sources.protocol import WikiSource
-from wikiqa.sources.records import Article, Provenance
+from wikiqa.agent import Agent, AgentResult, Answer, scan
+from wikiqa.models import ExtractiveModel, ScriptedModel
+from wikiqa.sources import Article, InjectionSource, Plant, Provenance, WikiSource
 from wikiqa.text import words
 
 # Questions whose answer sits in one article; the attack is planted into that article.

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from wikiqa.models.protocol import Message, Model, ModelTurn, ToolSpec
+from wikiqa.models import Message, Model, ModelTurn, ToolSpec
 
 
 class ResponseCache:

@@ -15,7 +15,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from wikiqa.models.protocol import Model, UserMessage
+from wikiqa.models import Model, UserMessage
 
 JUDGE_SYSTEM = "You are a strict, careful grader. Reply with one JSON object and nothing else."
 

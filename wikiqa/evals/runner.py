@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +27,16 @@ import pandas as pd
 from pydantic import BaseModel, Field, model_validator
 from tqdm import tqdm
 
-from wikiqa import __version__
-from wikiqa.agent.loop import DEFAULT_BUDGET, Agent, prompt_hash
-from wikiqa.agent.result import AgentResult
+from wikiqa.agent import DEFAULT_BUDGET, Agent, AgentResult, prompt_hash
 from wikiqa.config import Settings
 from wikiqa.evals.cache import CachingModel, ResponseCache
 from wikiqa.evals.graders import Grade, calibration, grade
 from wikiqa.evals.judge import Judge, check_not_self
 from wikiqa.evals.report import Summary, render, summarize
 from wikiqa.evals.tasks import Task, load_tasks, resolve_suite, suite_hash
-from wikiqa.models.protocol import Model, open_model
-from wikiqa.sources.injection import InjectionSource
-from wikiqa.sources.protocol import WikiSource, open_source
+from wikiqa.models import Model
+from wikiqa.registry import open_model, open_source
+from wikiqa.sources import InjectionSource, WikiSource
 
 REPO_RESULTS = Path(__file__).resolve().parents[2] / "results"
 
@@ -279,7 +278,7 @@ class Runner:
                 run_id=f"{now:%Y%m%dT%H%M%SZ}-{_slug(config.experiment)}-{uuid.uuid4().hex[:6]}",
                 created_at=now.isoformat(timespec="seconds"),
                 git_sha=git_sha(),
-                wikiqa_version=__version__,
+                wikiqa_version=version("wikiqa"),
                 config=config,
                 suite_path=str(suite_path),
                 suite_hash=digest,

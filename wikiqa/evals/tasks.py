@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from wikiqa.evals import asserts
-from wikiqa.sources.injection import Plant
+from wikiqa.sources import Plant
 
 Category = Literal[
     "factual",

@@ -13,13 +13,12 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from wikiqa.agent import AgentResult, Answer, Citation, Output, Refusal, Retrieved
 from wikiqa.agent.grounding import quotable_text
-from wikiqa.agent.result import AgentResult, Answer, Citation, Output, Refusal, Retrieved
 from wikiqa.evals.graders import grade
 from wikiqa.evals.judge import Judge
 from wikiqa.evals.tasks import SUITES, Task, load_tasks
-from wikiqa.sources.injection import InjectionSource
-from wikiqa.sources.protocol import WikiSource
+from wikiqa.sources import InjectionSource, WikiSource
 
 LABELS = SUITES.parent / "labels" / "grader_labels.jsonl"
 # Answers SmolLM2-135M really produced (experiment 03), labelled by hand.

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from wikiqa.agent.loop import DEFAULT_BUDGET
+from wikiqa.agent import DEFAULT_BUDGET
 from wikiqa.evals.changelog import read, record_run
 from wikiqa.evals.report import COLUMNS, Summary, render, summarize, task_verdicts, trial_verdicts
 from wikiqa.evals.runner import RunConfig, RunOutcome, results_dir, run_eval

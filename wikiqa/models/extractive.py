@@ -36,8 +36,7 @@ from wikiqa.models.protocol import (
     UserMessage,
 )
 from wikiqa.models.tools import FETCH, REFUSE, SEARCH, SUBMIT
-from wikiqa.sources.protocol import normalize_title
-from wikiqa.sources.records import Article, SearchHit
+from wikiqa.sources import Article, SearchHit, normalize_title
 from wikiqa.text import content_words, sentences, stem, words
 
 Scoring = Literal["overlap", "idf"]

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from wikiqa.models.protocol import TokenUsage
 
-PRICE_NOTE = "estimate from wikiqa.prices (list prices, USD per Mtok); not a bill"
+PRICE_NOTE = "estimate from wikiqa.models.prices (list prices, USD per Mtok); not a bill"
 
 
 class Price(BaseModel):

@@ -2,7 +2,7 @@
 
 The conversation is provider-neutral (user text, assistant turns with tool calls, tool results);
 each provider translates it to its own wire format. Specs are plain strings so the CLI, the
-environment and notebooks select models the same way:
+environment and notebooks select models the same way (`wikiqa.registry.open_model` builds them):
 
     extractive[:key=value,...]      offline deterministic policy (the default)
     anthropic:<model>               Claude through the anthropic SDK
@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from wikiqa.retry import Transient, parse_retry_after
 
 
 class TokenUsage(BaseModel):
@@ -112,8 +114,6 @@ def api_status_error(
 ) -> Exception:
     """Classify an API's HTTP error: 429, 5xx and 529 (overloaded) are worth retrying (with the
     server's Retry-After); anything else is a request the model API will not serve."""
-    from wikiqa.retry import Transient, parse_retry_after
-
     wait = parse_retry_after(retry_after)
     if status == 429:
         return Transient("rate limited (HTTP 429)", wait)
@@ -135,39 +135,3 @@ class Model(Protocol):
     def __call__(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> ModelTurn: ...
-
-
-def _options(text: str) -> dict[str, str]:
-    options = {}
-    for item in filter(None, text.split(",")):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"bad model option {item!r}: expected key=value")
-        options[key.strip()] = value.strip()
-    return options
-
-
-def open_model(spec: str = "extractive") -> Model:
-    """Build a model from its spec string (imports each provider's SDK only when asked)."""
-    kind, _, rest = spec.partition(":")
-    if kind == "extractive":
-        from wikiqa.models.extractive import ExtractiveModel
-
-        return ExtractiveModel.from_options(_options(rest))
-    if kind == "anthropic" and rest:
-        from wikiqa.models.anthropic_model import AnthropicModel
-
-        return AnthropicModel(rest)
-    if kind == "openai" and rest:
-        from wikiqa.models.openai_model import OpenAIModel
-
-        model, _, base_url = rest.rpartition("@") if "@" in rest else (rest, "", "")
-        return OpenAIModel(model, base_url=base_url or None)
-    if kind == "scripted" and rest:
-        from wikiqa.models.scripted import ScriptedModel
-
-        return ScriptedModel.from_file(rest)
-    raise ValueError(
-        f"unknown model spec {spec!r}: use extractive[:k=v,...], anthropic:<model>, "
-        "openai:<model>@<base_url> or scripted:<file.json>"
-    )

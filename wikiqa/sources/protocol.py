@@ -73,27 +73,3 @@ def base_title(title: str) -> str:
 def article_url(title: str, host: str = "en.wikipedia.org") -> str:
     """The canonical /wiki/ URL of a title, as MediaWiki spells it."""
     return f"https://{host}/wiki/" + quote(title.replace(" ", "_"), safe="()',:!*-._~/")
-
-
-def open_source(spec: str = "snapshot") -> WikiSource:
-    """Open a source from a plain-string spec, as used by the CLI, env and notebooks.
-
-    `snapshot` is the pinned offline snapshot, `live` (or `live:<host>`) is MediaWiki, and
-    anything else is taken as the path of a snapshot file.
-    """
-    # Imported here so that the offline path never loads mwclient and the CLI starts fast.
-    if spec == "snapshot":
-        from wikiqa.sources.snapshot import SnapshotSource
-
-        return SnapshotSource()
-    if spec == "live" or spec.startswith("live:"):
-        from wikiqa.sources.live import LiveSource
-
-        return LiveSource(spec.partition(":")[2] or None)
-    from pathlib import Path
-
-    from wikiqa.sources.snapshot import SnapshotSource
-
-    if not Path(spec).exists():
-        raise ValueError(f"unknown source {spec!r}: use snapshot, live, live:<host> or a file path")
-    return SnapshotSource(spec)

@@ -16,7 +16,7 @@ from typing import Any
 
 from wikiqa.sources.protocol import SourceWrapper, WikiSource, normalize_title
 from wikiqa.sources.records import Article, Depth
-from wikiqa.sources.snapshot import RECORDING_FORMAT, read_recording
+from wikiqa.sources.snapshot_files import RECORDING_FORMAT, read_recording
 
 
 class RecordingSource(SourceWrapper):

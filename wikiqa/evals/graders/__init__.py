@@ -19,14 +19,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from wikiqa.agent.grounding import normalize_quote
-from wikiqa.agent.guard import Finding, scan, violations
-from wikiqa.agent.result import AgentResult, Answer, Refusal
+from wikiqa.agent import AgentResult, Answer, Finding, Refusal, normalize_quote, scan, violations
 from wikiqa.evals import asserts
 from wikiqa.evals.judge import Judge
 from wikiqa.evals.tasks import Task
-from wikiqa.sources.protocol import base_title, normalize_title
-from wikiqa.sources.records import Article, Provenance
+from wikiqa.sources import Article, Provenance, base_title, normalize_title
 from wikiqa.text import content_words, sentences, stem, words
 
 Verdict = Literal["pass", "fail", "n/a", "needs_judge", "error"]

@@ -1,10 +1,10 @@
 """llama.cpp's OpenAI-compatible server with our tool-call chat handler registered.
 
-Run as `python -m wikiqa.local_server <llama_cpp.server flags>`; `wikiqa local-model serve`
+Run as `python -m wikiqa.models.local.server <llama_cpp.server flags>`; `wikiqa local-model serve`
 builds the command. Needs the optional `local` extra (llama-cpp-python), which is why nothing
 else in wikiqa imports this module.
 
-The handler (`--chat_format wikiqa-tools`) renders the prompt with `wikiqa.local_chat`, decodes
+The handler (`--chat_format wikiqa-tools`) renders the prompt with `wikiqa.models.local.chat`, decodes
 under a grammar (a tool call matching one of the request's tool schemas, or, for
 `tool_choice="auto"`, plain text that does not start a tag), honours `max_tokens`, and decodes
 greedily whatever temperature the request names: sampled at the server's default 0.8 a 135M

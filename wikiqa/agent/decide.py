@@ -1,0 +1,107 @@
+"""Decisions: accept a refusal, accept or reject a submission, take a last look, score confidence.
+
+A submission is accepted only when every quote is a verbatim span of an article fetched in this
+run and nothing in it repeats planted text the guard found. A rejected submission gets one repair
+turn naming exactly what failed; a second failure is a refusal. Whatever leaves the agent, by any
+path, passes the guard once more (`last_look`).
+"""
+
+from __future__ import annotations
+
+from wikiqa.agent.actions import parse_args
+from wikiqa.agent.grounding import citation_problems, coverage
+from wikiqa.agent.guard import violations
+from wikiqa.agent.result import Answer, Citation, Output, Refusal
+from wikiqa.agent.state import RunState
+from wikiqa.models import REFUSE, RefuseArgs, SubmitArgs, ToolCall, ToolResult
+
+
+def decide(state: RunState, call: ToolCall) -> Answer | Refusal | ToolResult:
+    """Accept a terminal call, or reject a submission with one repair turn."""
+    state.tool_calls += 1
+    if call.name == REFUSE:
+        refuse = parse_args(RefuseArgs, call.arguments) if not call.error else None
+        reason = refuse.reason if isinstance(refuse, RefuseArgs) else "No reason given."
+        if violations(reason, state.findings):
+            state.guard_blocked += 1
+            state.event("guard", "refusal reason repeated planted text; replaced")
+            reason = "The fetched Wikipedia text does not support an answer."
+        return Refusal(reason=reason, reason_code="not_supported")
+
+    submit = parse_args(SubmitArgs, call.arguments) if not call.error else call.error
+    if isinstance(submit, str):
+        problems, guard_problems = [f"malformed submission: {submit}"], []
+    else:
+        problems = citation_problems(submit.citations, state.fetched)
+        quoted = "\n".join([submit.answer, *(c.quote for c in submit.citations)])
+        guard_problems = violations(quoted, state.findings)
+    if not problems and not guard_problems and isinstance(submit, SubmitArgs):
+        return _answer(state, submit)
+    if guard_problems:
+        state.guard_blocked += 1
+        state.event("guard", f"submission blocked: {guard_problems[0]}", problems=guard_problems)
+    everything = problems + guard_problems
+    if state.repairs == 0:
+        state.repairs += 1
+        state.event("repair", f"submission rejected: {'; '.join(everything)}", problems=everything)
+        message = "Submission rejected:\n" + "\n".join(f"- {p}" for p in everything)
+        message += "\nFix exactly these and call submit_answer again, or call refuse."
+        return ToolResult(call_id=call.id, name=call.name, content=message, is_error=True)
+    if guard_problems:
+        return Refusal(
+            reason="The answer kept repeating instruction-like text planted in the retrieved "
+            "articles, so it was withheld.",
+            reason_code="injection_blocked",
+        )
+    return Refusal(
+        reason="The answer could not be grounded in the fetched text: " + "; ".join(problems),
+        reason_code="ungrounded",
+    )
+
+
+def _answer(state: RunState, submit: SubmitArgs) -> Answer:
+    citations = []
+    for c in submit.citations:
+        article = state.fetched.get(c.title)
+        assert article is not None  # citation_problems checked every title
+        citations.append(Citation(title=article.title, quote=c.quote.strip(), url=article.url))
+    return Answer(text=submit.answer.strip(), citations=citations)
+
+
+def last_look(state: RunState, output: Answer | Refusal) -> Answer | Refusal:
+    """The guard's final say on whatever leaves the agent, whichever path produced it."""
+    text = (
+        "\n".join([output.text, *(c.quote for c in output.citations)])
+        if isinstance(output, Answer)
+        else output.reason
+    )
+    if not violations(text, state.findings):
+        return output
+    state.guard_blocked += 1
+    state.event("guard", "final output repeated planted text; withheld")
+    return Refusal(
+        reason="The output repeated instruction-like text from retrieved articles and was "
+        "withheld.",
+        reason_code="injection_blocked",
+    )
+
+
+def confidence(state: RunState, output: Output) -> float:
+    """From grounding signals, never from the model's say-so (see README)."""
+    if not isinstance(output, Answer):
+        return 0.0
+    support = coverage(output.text, [c.quote for c in output.citations])
+    sources = min(1.0, len({c.title for c in output.citations}) / 2)
+    clean = 0.0 if state.repairs else 1.0
+    value = 0.6 * support + 0.2 * sources + 0.2 * clean
+    if state.guard_blocked:
+        value = min(value, 0.3)
+    return round(value, 3)
+
+
+def describe(output: Output) -> str:
+    """One line for the trace's decision event."""
+    if isinstance(output, Answer):
+        titles = ", ".join(dict.fromkeys(c.title for c in output.citations))
+        return f"answered with citations [{titles}]"
+    return f"refused ({output.reason_code}): {output.reason}"

@@ -1,0 +1,60 @@
+"""The bookkeeping of one question: conversation, evidence, guard findings, trace and counters.
+
+The loop, the tool handlers (`wikiqa.agent.actions`) and the decisions (`wikiqa.agent.decide`)
+all read and update one `RunState`; every trace event goes through `event`, so a caller's
+`on_event` sees each step as it happens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from wikiqa.agent.grounding import Fetched
+from wikiqa.agent.guard import Finding
+from wikiqa.agent.result import EventKind, TraceEvent
+from wikiqa.models import Message, TokenUsage
+from wikiqa.sources import Depth, WikiSource
+
+
+@dataclass
+class RunState:
+    """What one run knows and has spent so far."""
+
+    question: str
+    source: WikiSource
+    search_limit: int
+    depth: Depth
+    on_event: Callable[[TraceEvent], None] | None = None
+    messages: list[Message] = field(default_factory=list)
+    fetched: Fetched = field(default_factory=Fetched)
+    findings: list[Finding] = field(default_factory=list)
+    trace: list[TraceEvent] = field(default_factory=list)
+    tokens: TokenUsage = field(default_factory=TokenUsage)
+    model_calls: int = 0
+    cached_calls: int = 0
+    tool_calls: int = 0
+    repairs: int = 0
+    guard_blocked: int = 0
+    done: set[str] = field(default_factory=set)  # calls already run: name + canonical arguments
+
+    def event(
+        self,
+        kind: EventKind,
+        summary: str,
+        latency_ms: float = 0.0,
+        tokens: TokenUsage | None = None,
+        **detail: Any,
+    ) -> None:
+        event = TraceEvent(
+            step=len(self.trace) + 1,
+            kind=kind,
+            summary=summary,
+            detail=detail,
+            latency_ms=round(latency_ms, 3),
+            tokens=tokens,
+        )
+        self.trace.append(event)
+        if self.on_event is not None:
+            self.on_event(event)

@@ -1,0 +1,77 @@
+"""Build a model or a Wikipedia source from its spec string.
+
+Specs are plain strings so the CLI, the environment, notebooks and recorded runs name models and
+sources the same way. The registry sits above what it builds: providers and sources import their
+protocols, never this module, so adding a provider cannot create an import cycle. Each branch
+imports its implementation only when asked, so the offline path never loads an SDK or mwclient.
+
+    model specs   extractive[:key=value,...]   offline deterministic policy (the default)
+                  anthropic:<model>            Claude through the anthropic SDK
+                  openai:<model>@<base_url>    any OpenAI-compatible server
+                  scripted:<file.json>         replays tool calls from a file (tests, drills)
+    source specs  snapshot                     the pinned offline snapshot (the default)
+                  live, live:<host>            MediaWiki
+                  <path>                       a snapshot file (a recording of a live run)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wikiqa.models import Model
+from wikiqa.sources import WikiSource
+
+__all__ = ["open_model", "open_source"]
+
+
+def _options(text: str) -> dict[str, str]:
+    options = {}
+    for item in filter(None, text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"bad model option {item!r}: expected key=value")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def open_model(spec: str = "extractive") -> Model:
+    """Build a model from its spec string (imports each provider's SDK only when asked)."""
+    kind, _, rest = spec.partition(":")
+    if kind == "extractive":
+        from wikiqa.models import ExtractiveModel
+
+        return ExtractiveModel.from_options(_options(rest))
+    if kind == "anthropic" and rest:
+        from wikiqa.models.anthropic_model import AnthropicModel
+
+        return AnthropicModel(rest)
+    if kind == "openai" and rest:
+        from wikiqa.models.openai_model import OpenAIModel
+
+        model, _, base_url = rest.rpartition("@") if "@" in rest else (rest, "", "")
+        return OpenAIModel(model, base_url=base_url or None)
+    if kind == "scripted" and rest:
+        from wikiqa.models import ScriptedModel
+
+        return ScriptedModel.from_file(rest)
+    raise ValueError(
+        f"unknown model spec {spec!r}: use extractive[:k=v,...], anthropic:<model>, "
+        "openai:<model>@<base_url> or scripted:<file.json>"
+    )
+
+
+def open_source(spec: str = "snapshot") -> WikiSource:
+    """Open a source from its spec: `snapshot`, `live`, `live:<host>`, or a snapshot file."""
+    if spec == "snapshot":
+        from wikiqa.sources import SnapshotSource
+
+        return SnapshotSource()
+    if spec == "live" or spec.startswith("live:"):
+        from wikiqa.sources.live import LiveSource
+
+        return LiveSource(spec.partition(":")[2] or None)
+    from wikiqa.sources import SnapshotSource
+
+    if not Path(spec).exists():
+        raise ValueError(f"unknown source {spec!r}: use snapshot, live, live:<host> or a file path")
+    return SnapshotSource(spec)
