@@ -19,9 +19,11 @@ $(STAMP): pyproject.toml requirements.lock | $(BIN)/python
 
 install: $(STAMP)
 
+# ruff, then the architecture: stage layering and no import cycles (pyproject's importlinter).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 typecheck: install
 	$(BIN)/mypy

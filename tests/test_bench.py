@@ -37,3 +37,14 @@ def test_load_bench_drives_a_real_server_without_errors() -> None:
     figures = bench_load(clients=4, seconds=2.0)
     assert figures["errors"] == 0
     assert figures["requests"] > 0 and figures["server_peak_rss_mb"] > 0
+
+
+def test_the_command_line_lists_every_benchmark() -> None:
+    # `python -m wikiqa.bench` goes through __main__.py to wikiqa.bench.main; only --help, no figures.
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "wikiqa.bench", "--help"], check=True, capture_output=True, text=True
+    )
+    assert "{sources,ask,eval,injection,load,local}" in run.stdout

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from wikiqa.evals.runner import RunConfig, run_eval
+from wikiqa.evals import RunConfig, run_eval
 
 TRIALS, TASKS = 2, 12
 ARGS = ["--trials", str(TRIALS), "--limit", str(TASKS), "--model", "extractive:delay=0.05",

@@ -22,7 +22,7 @@ from tests.test_tasks import GOOD
 from wikiqa.api.app import create_app
 from wikiqa.cli import main
 from wikiqa.config import Settings
-from wikiqa.evals.tasks import TaskError, load_tasks
+from wikiqa.evals import TaskError, load_tasks
 from wikiqa.models import ExtractiveModel
 from wikiqa.sources import SnapshotSource
 

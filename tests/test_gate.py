@@ -9,8 +9,7 @@ import pytest
 
 from tests.test_harness import TASKS
 from wikiqa.cli import main
-from wikiqa.evals import gate
-from wikiqa.evals.runner import RunConfig, run_eval
+from wikiqa.evals import RunConfig, gate, run_eval
 from wikiqa.sources import SnapshotSource
 
 

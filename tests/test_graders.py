@@ -8,7 +8,7 @@ import pytest
 
 from tests.test_tasks import GOOD as GOOD_TASK
 from wikiqa.agent import AgentResult, Answer, Citation, Refusal, Retrieved
-from wikiqa.evals import graders
+from wikiqa.evals import Task, graders
 from wikiqa.evals.judge import (
     FAITHFULNESS_PROMPT,
     REFERENCE_PROMPT,
@@ -18,7 +18,6 @@ from wikiqa.evals.judge import (
     check_not_self,
     parse_verdict,
 )
-from wikiqa.evals.tasks import Task
 from wikiqa.models import ScriptedModel
 
 HOPPER = (

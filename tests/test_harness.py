@@ -9,8 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from wikiqa.evals.judge import SelfJudging
-from wikiqa.evals.runner import META_COLUMNS, HoldoutRefused, RunConfig, journal_dir, run_eval
+from wikiqa.evals import META_COLUMNS, HoldoutRefused, RunConfig, SelfJudging, journal_dir, run_eval
 from wikiqa.models import ExtractiveModel, ScriptedModel
 from wikiqa.sources import Article, Depth, SearchHit, SnapshotSource, SourceUnavailable
 

@@ -16,7 +16,7 @@ import openai
 import pandas as pd
 import pytest
 
-from wikiqa.evals.runner import RunConfig, run_eval
+from wikiqa.evals import RunConfig, run_eval
 from wikiqa.models import local as local_model
 
 pytestmark = pytest.mark.local

@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from tests.test_providers import anthropic_message, scripted_transport, tool_use
 from wikiqa.api.app import create_app
 from wikiqa.config import Settings
-from wikiqa.evals.runner import RunConfig, run_eval
+from wikiqa.evals import RunConfig, run_eval
 from wikiqa.experiment import EXPERIMENTS
 from wikiqa.models import ExtractiveModel
 from wikiqa.models.anthropic_model import AnthropicModel

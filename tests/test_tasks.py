@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from wikiqa.evals import asserts
-from wikiqa.evals.tasks import CATEGORIES, SUITES, TaskError, load_tasks, resolve_suite
+from wikiqa.evals import CATEGORIES, SUITES, TaskError, asserts, load_tasks, resolve_suite
 from wikiqa.sources import SnapshotSource
 
 GOOD = {

@@ -8,7 +8,13 @@
 - `prompts`: the system prompts and their hash; `result`: what the agent returns.
 """
 
-from wikiqa.agent.grounding import Fetched, citation_problems, coverage, normalize_quote
+from wikiqa.agent.grounding import (
+    Fetched,
+    citation_problems,
+    coverage,
+    normalize_quote,
+    quotable_text,
+)
 from wikiqa.agent.guard import Finding, scan, violations
 from wikiqa.agent.loop import CLOSING, DEFAULT_BUDGET, Agent
 from wikiqa.agent.prompts import BASELINE_SYSTEM_PROMPT, SYSTEM_PROMPT, prompt_hash
@@ -45,6 +51,7 @@ __all__ = [
     "coverage",
     "normalize_quote",
     "prompt_hash",
+    "quotable_text",
     "scan",
     "violations",
 ]

@@ -1,3 +1,5 @@
-from wikiqa.bench import main
+"""`python -m wikiqa.bench`: runs the command line in `wikiqa.bench.main`."""
+
+from wikiqa.bench.main import main
 
 raise SystemExit(main())

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from wikiqa.evals.report import COLUMNS
-
-if TYPE_CHECKING:
-    from wikiqa.evals.runner import RunOutcome
+from wikiqa.evals.runs import RunOutcome
 
 HEADER = """# Change log
 
 One row per recorded run: what changed, what kind of change it was, and the per-dimension pass
 rate over the whole suite (passes/applicable after the majority vote across trials). Rows of kind
 `grader` recalibrate the instrument; compare scores across them with care. Generated from
-`changelog.jsonl` by `wikiqa.changelog`; do not edit by hand.
+`changelog.jsonl` by `wikiqa.evals.changelog`; do not edit by hand.
 
 """
 

@@ -11,8 +11,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import threading
 import time
 import uuid
@@ -23,121 +21,22 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-from pydantic import BaseModel, Field, model_validator
 from tqdm import tqdm
 
-from wikiqa.agent import DEFAULT_BUDGET, Agent, AgentResult, prompt_hash
+from wikiqa.agent import Agent, prompt_hash
 from wikiqa.config import Settings
 from wikiqa.evals.cache import CachingModel, ResponseCache
-from wikiqa.evals.graders import Grade, calibration, grade
+from wikiqa.evals.changelog import record_run
+from wikiqa.evals.frame import to_frame, write_parquet
+from wikiqa.evals.graders import calibration, grade
+from wikiqa.evals.journal import Journal, journal_dir
 from wikiqa.evals.judge import Judge, check_not_self
-from wikiqa.evals.report import Summary, render, summarize
+from wikiqa.evals.report import render, summarize
+from wikiqa.evals.runs import HoldoutRefused, RunConfig, RunMeta, RunOutcome, TrialRecord, git_sha
 from wikiqa.evals.tasks import Task, load_tasks, resolve_suite, suite_hash
 from wikiqa.models import Model
 from wikiqa.registry import open_model, open_source
 from wikiqa.sources import InjectionSource, WikiSource
-
-REPO_RESULTS = Path(__file__).resolve().parents[2] / "results"
-
-
-def results_dir() -> Path:
-    """`WIKIQA_RESULTS` if set (tests and notebook checks write elsewhere), else results/."""
-    configured = Settings().results
-    return configured.expanduser() if configured is not None else REPO_RESULTS
-
-
-# Columns that identify a run; the rest describe one task x trial x dimension.
-META_COLUMNS = (
-    "run_id", "git_sha", "experiment", "change", "kind", "model", "judge", "source",
-    "source_hash", "prompt_hash", "suite", "suite_hash", "trials", "created_at",
-)  # fmt: skip
-
-
-class HoldoutRefused(RuntimeError):
-    """The held-out suite was already run on this suite hash."""
-
-
-class RunConfig(BaseModel):
-    suite: str = "dev"
-    holdout: bool = False
-    allow_holdout_rerun: bool = False
-    trials: int = Field(3, ge=1, le=100)
-    model: str = "extractive"
-    judge: str | None = None
-    allow_self_judge: bool = False
-    source: str = "snapshot"
-    concurrency: int = Field(8, ge=1, le=256)
-    budget: int = Field(DEFAULT_BUDGET, ge=1, le=64)
-    retrieval: bool = Field(True, description="False: the no-retrieval baseline (tools off).")
-    read_first: int = Field(
-        0, ge=0, description="Top search hits the agent fetches before the model's first turn."
-    )
-    limit: int | None = Field(None, ge=1, description="Run only the first N tasks.")
-    experiment: str = "adhoc"
-    change: str = ""
-    kind: str = "adhoc"
-    out: Path = Field(default_factory=results_dir)
-    cache: bool = True
-    infra_attempts: int = Field(3, ge=1)
-    infra_backoff: float = Field(2.0, ge=0)
-
-    @model_validator(mode="after")
-    def _reads_fit_budget(self) -> RunConfig:
-        if self.read_first >= self.budget:
-            raise ValueError(f"read_first ({self.read_first}) must be below budget ({self.budget})")
-        return self
-
-
-class RunMeta(BaseModel):
-    run_id: str
-    created_at: str
-    git_sha: str
-    wikiqa_version: str
-    config: RunConfig
-    suite_path: str
-    suite_hash: str
-    source_name: str
-    source_hash: str | None
-    prompt_hash: str
-    model: str
-    judge: str | None
-    tasks: int
-
-
-class TrialRecord(BaseModel):
-    task_id: str
-    trial: int
-    attempts: int
-    decision: str
-    result: AgentResult
-    grades: list[Grade]
-
-
-class RunOutcome(BaseModel):
-    meta: RunMeta
-    summary: Summary
-    table: str
-    parquet: Path
-    trials_run: int = Field(description="Trials executed now (not taken from the journal).")
-    model_calls: int = Field(description="Model calls that reached the model (cache misses).")
-    cached_calls: int
-    judge_calls: int
-
-
-def git_sha() -> str:
-    """The commit the run's code came from, `-dirty` when tracked files were changed."""
-    root = Path(__file__).resolve().parents[2]
-
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
-        return done.stdout.strip()
-
-    try:
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-        return git("rev-parse", "--short", "HEAD") + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _source_hash(source: WikiSource) -> str | None:
@@ -146,42 +45,6 @@ def _source_hash(source: WikiSource) -> str | None:
         inner = inner.inner
     value = getattr(inner, "sha256", None)
     return str(value) if value else None
-
-
-class Journal:
-    """Append-only JSON lines, one per finished trial; a line is written in one call."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._lock = threading.Lock()
-
-    def append(self, record: TrialRecord) -> None:
-        line = (record.model_dump_json() + "\n").encode()
-        with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
-
-    def read(self) -> dict[tuple[str, int], TrialRecord]:
-        records: dict[tuple[str, int], TrialRecord] = {}
-        if not self.path.exists():
-            return records
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                record = TrialRecord.model_validate_json(line)
-            except ValueError:
-                continue  # a line cut short by a kill: that trial simply runs again
-            records[(record.task_id, record.trial)] = record
-        return records
-
-
-def journal_dir(out: Path, run_id: str) -> Path:
-    return out / "journals" / run_id
 
 
 class Runner:
@@ -330,8 +193,6 @@ class Runner:
             judge_calls=self.judge_calls,
         )
         if config.holdout:
-            from wikiqa.evals.changelog import record_run
-
             record_run(outcome, config.out)
         return outcome
 
@@ -354,73 +215,6 @@ def _check_holdout(out: Path, digest: str, allow_rerun: bool) -> None:
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")[:40] or "run"
-
-
-def to_frame(
-    meta: RunMeta, tasks: list[Task], records: dict[tuple[str, int], TrialRecord]
-) -> pd.DataFrame:
-    """The long results table: one row per task x trial x graded dimension."""
-    c = meta.config
-    run = {
-        "run_id": meta.run_id, "git_sha": meta.git_sha, "experiment": c.experiment,
-        "change": c.change, "kind": c.kind, "model": meta.model, "judge": meta.judge,
-        "source": meta.source_name, "source_hash": meta.source_hash,
-        "prompt_hash": meta.prompt_hash, "suite": c.suite if not c.holdout else "holdout",
-        "suite_hash": meta.suite_hash, "trials": c.trials, "created_at": meta.created_at,
-    }  # fmt: skip
-    rows = []
-    for task in tasks:
-        for trial in range(c.trials):
-            record = records.get((task.id, trial))
-            if record is None:
-                continue
-            result = record.result
-            output = result.output
-            answer = output.text if output.kind == "answer" else None
-            trial_cols = {
-                "task_id": task.id, "category": task.category, "question": task.question,
-                "trial": trial, "should_refuse": task.should_refuse, "outcome": output.kind,
-                "decision": record.decision,
-                "reason_code": None if output.kind == "answer" else output.reason_code,
-                "answer": answer,
-                "refusal_reason": None if output.kind == "answer" else output.reason,
-                "citations": json.dumps(
-                    [ci.model_dump() for ci in output.citations] if output.kind == "answer" else []
-                ),
-                "infra_error": result.infrastructure_error, "attempts": record.attempts,
-                "repairs": result.repairs, "guard_blocked": result.guard_blocked,
-                "confidence": result.confidence, "needs_human_review": result.needs_human_review,
-                "input_tokens": result.usage.tokens.input_tokens,
-                "output_tokens": result.usage.tokens.output_tokens,
-                "cache_read_tokens": result.usage.tokens.cache_read_tokens,
-                "cache_write_tokens": result.usage.tokens.cache_write_tokens,
-                "estimated_cost_usd": result.usage.estimated_cost_usd,
-                "model_calls": result.usage.model_calls, "tool_calls": result.usage.tool_calls,
-                "latency_ms": result.latency_ms,
-            }  # fmt: skip
-            for g in record.grades:
-                rows.append(
-                    run
-                    | trial_cols
-                    | {
-                        "dimension": g.dimension,
-                        "verdict": g.verdict,
-                        "passed": {"pass": True, "fail": False}.get(g.verdict),
-                        "fraction": g.fraction,
-                        "tier": g.tier,
-                        "detail": json.dumps(g.detail, ensure_ascii=False, default=str),
-                    }
-                )
-    return pd.DataFrame.from_records(rows)
-
-
-def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
-    """Write beside the final name, then rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".parquet.tmp")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
-    return path
 
 
 def run_eval(config: RunConfig, resume: str | None = None, **kwargs: Any) -> RunOutcome:

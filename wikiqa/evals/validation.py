@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from wikiqa.agent import AgentResult, Answer, Citation, Output, Refusal, Retrieved
-from wikiqa.agent.grounding import quotable_text
+from wikiqa.agent import AgentResult, Answer, Citation, Output, Refusal, Retrieved, quotable_text
 from wikiqa.evals.graders import grade
+from wikiqa.evals.journal import Journal
 from wikiqa.evals.judge import Judge
 from wikiqa.evals.tasks import SUITES, Task, load_tasks
 from wikiqa.sources import InjectionSource, WikiSource
@@ -51,7 +51,6 @@ def proposals(journal: Path) -> list[LabelledExample]:
     `retrieved` is what the model had fetched when it proposed; identical proposals within a
     trial are kept once. Label each example's
     `labels` by hand (dimension -> pass | fail | n/a) before using it."""
-    from wikiqa.evals.runner import Journal
 
     out: list[LabelledExample] = []
     for (task_id, trial), record in sorted(Journal(journal).read().items()):

@@ -1,0 +1,89 @@
+"""The `load` benchmark: throughput, latency and memory of `wikiqa serve` under concurrent clients."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from wikiqa.bench.report import _percentile
+from wikiqa.bench.sources import load_pairs
+
+
+def bench_load(clients: int = 32, seconds: float = 30.0) -> dict[str, float]:
+    """Drive `wikiqa serve` (offline) on loopback with `clients` concurrent clients."""
+    import socket
+    import threading
+
+    import requests
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = Path(sys.executable).with_name("wikiqa")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "wikiqa.cli"]
+    server = subprocess.Popen(
+        [*command, "serve", "--port", str(port), "--log-level", "warning"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                requests.get(f"{base}/healthz", timeout=1).raise_for_status()
+                break
+            except requests.RequestException:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("wikiqa serve did not start") from None
+                time.sleep(0.1)
+        questions = [p.question for p in load_pairs()]
+        latencies: list[float] = []
+        errors = [0]
+        lock = threading.Lock()
+        stop = time.monotonic() + seconds
+
+        def client(offset: int) -> None:
+            session = requests.Session()
+            k = offset
+            while time.monotonic() < stop:
+                body = {"question": questions[k % len(questions)]}
+                k += clients
+                start = time.perf_counter()
+                try:
+                    ok = session.post(f"{base}/api/ask", json=body, timeout=30).status_code == 200
+                except requests.RequestException:
+                    ok = False
+                elapsed = time.perf_counter() - start
+                with lock:
+                    if ok:
+                        latencies.append(elapsed * 1000)
+                    else:
+                        errors[0] += 1
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        began = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - began
+        status = Path(f"/proc/{server.pid}/status")
+        peak_kb = next(
+            (int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith("VmHWM")),
+            0,
+        ) if status.exists() else 0  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    return {
+        "clients": clients,
+        "seconds": seconds,
+        "requests": len(latencies),
+        "errors": errors[0],
+        "requests_per_s": len(latencies) / wall,
+        "p50_ms": _percentile(latencies, 50),
+        "p99_ms": _percentile(latencies, 99),
+        "server_peak_rss_mb": peak_kb / 1024,
+    }

@@ -1,0 +1,56 @@
+"""The command line of `python -m wikiqa.bench`: pick a benchmark, run it, print its figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from wikiqa.bench.ask import bench_ask
+from wikiqa.bench.eval import bench_eval
+from wikiqa.bench.injection import bench_injection
+from wikiqa.bench.load import bench_load
+from wikiqa.bench.local import bench_local
+from wikiqa.bench.report import _line, _report, _report_ask, _report_eval
+from wikiqa.bench.sources import bench_sources
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m wikiqa.bench")
+    parser.add_argument("suite", choices=["sources", "ask", "eval", "injection", "load", "local"])
+    parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
+    parser.add_argument("--seconds", type=float, default=30.0, help="load: how long to drive it")
+    parser.add_argument("--bipia", type=Path, help="folder with BIPIA's text_attack_test.json")
+    parser.add_argument("--pairs", type=Path, help="JSONL of {question, titles} (default: bundled)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    if args.suite == "sources":
+        figures = bench_sources(args.pairs)
+        report = _report(figures)
+    elif args.suite == "ask":
+        figures = bench_ask(pairs_path=args.pairs)
+        report = _report_ask(figures)
+    elif args.suite == "eval":
+        figures = bench_eval()
+        report = _report_eval(figures)
+    elif args.suite == "load":
+        figures = bench_load(args.clients, args.seconds)
+        report = "load (wikiqa serve, offline, loopback)\n" + "\n".join(
+            _line(k, v, "{:.1f}") for k, v in figures.items()
+        )
+    elif args.suite == "local":
+        figures = bench_local()
+        report = "local model (SmolLM2-135M via llama.cpp, 2 threads, greedy)\n" + "\n".join(
+            _line(k, v, "{:.2f}") for k, v in figures.items()
+        )
+    else:
+        figures = bench_injection(args.bipia)
+        report = (
+            "injection drill (each attack planted mid-article in 3 question targets)\n"
+            + "\n".join(
+                _line(k, v, "{:.4f}" if "rate" in k else "{:.0f}") for k, v in figures.items()
+            )
+        )
+    print(json.dumps(figures, indent=2) if args.json else report)
+    return 0

@@ -1,0 +1,111 @@
+"""`wikiqa ask` and `wikiqa serve`: the agent itself, once from the shell or behind HTTP.
+
+Model and source default to the environment (`Settings`), so both commands pick the same ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from wikiqa.agent import AgentResult, Answer, TraceEvent
+from wikiqa.cli.common import (
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    MODEL_HELP,
+    READ_FIRST_HELP,
+    SOURCE_HELP,
+    CliError,
+    count,
+    positive_int,
+    wiki_source,
+)
+from wikiqa.config import Settings
+
+
+def _print_result(result: AgentResult) -> None:
+    output = result.output
+    if isinstance(output, Answer):
+        print(output.text)
+        for i, c in enumerate(output.citations, start=1):
+            print(f'  [{i}] {c.title}: "{c.quote}"')
+            print(f"      {c.url}")
+    else:
+        print(f"Refused ({output.reason_code}): {output.reason}")
+    usage = result.usage
+    cost = "n/a" if usage.estimated_cost_usd is None else f"${usage.estimated_cost_usd:.4f} (est.)"
+    review = " · needs human review" if result.needs_human_review else ""
+    print(
+        f"confidence {result.confidence:.2f} · {usage.tool_calls} tool calls · "
+        f"{usage.model_calls} model calls · {usage.tokens.total} tokens · cost {cost} · "
+        f"{result.latency_ms:.0f} ms{review}"
+    )
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from wikiqa.agent import Agent
+    from wikiqa.registry import open_model
+
+    try:
+        model = open_model(args.model or Settings().model)
+    except ValueError as err:
+        raise CliError(str(err)) from err
+    source = wiki_source(args.source or Settings().source)
+
+    def stream(event: TraceEvent) -> None:
+        print(event.line(), file=sys.stderr, flush=True)
+
+    try:
+        agent = Agent(
+            model,
+            source,
+            budget=args.budget,
+            read_first=args.read_first,
+            on_event=stream if args.verbose else None,
+        )
+    except ValueError as err:
+        raise CliError(str(err), EXIT_USAGE) from err
+    result = agent.ask(args.question)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        _print_result(result)
+    return EXIT_UNAVAILABLE if result.infrastructure_error else 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from wikiqa.api.app import create_app
+    from wikiqa.registry import open_model
+
+    settings = Settings()
+    try:
+        model = open_model(args.model or settings.model)
+    except ValueError as err:
+        raise CliError(str(err)) from err
+    app = create_app(model, wiki_source(args.source or settings.source), settings)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ask = sub.add_parser("ask", help="answer a question from Wikipedia, with citations")
+    ask.add_argument("question")
+    ask.add_argument("--model", help=MODEL_HELP + " (env WIKIQA_MODEL)")
+    ask.add_argument("--source", help=SOURCE_HELP + " (env WIKIQA_SOURCE)")
+    ask.add_argument("--budget", type=positive_int, default=8, help="tool-call budget")
+    ask.add_argument("--read-first", type=count, default=0, help=READ_FIRST_HELP)
+    ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    ask.add_argument("-v", "--verbose", action="store_true", help="stream the trace to stderr")
+    ask.set_defaults(func=cmd_ask)
+
+    serve = sub.add_parser("serve", help="serve POST /api/ask over HTTP")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=positive_int, default=8000)
+    serve.add_argument("--model", help=MODEL_HELP + " (env WIKIQA_MODEL)")
+    serve.add_argument("--source", help=SOURCE_HELP + " (env WIKIQA_SOURCE)")
+    serve.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    serve.set_defaults(func=cmd_serve)

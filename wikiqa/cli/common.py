@@ -1,0 +1,54 @@
+"""What every `wikiqa` command group shares: exit codes, the one-line error, argument types.
+
+Kept apart from the group modules so they can all import it without importing each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from wikiqa.registry import open_source
+from wikiqa.sources import SnapshotError, WikiSource
+
+EXIT_NOT_FOUND = 1
+EXIT_UNAVAILABLE = 3
+EXIT_USAGE = 2  # as argparse: the arguments do not fit together
+
+# Help texts repeated across groups, so every command describes its specs the same way.
+SOURCE_HELP = "snapshot (default, offline), live, live:<host>, or a snapshot file path"
+MODEL_HELP = "extractive (default, offline), anthropic:<model>, openai:<model>@<url>"
+READ_FIRST_HELP = "fetch the top N search hits before the model's first turn (default 0)"
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exits with `code`."""
+
+    def __init__(self, message: str, code: int = EXIT_NOT_FOUND) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def int_from(text: str, least: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return int_from(text, 1, "a positive integer")
+
+
+def count(text: str) -> int:
+    return int_from(text, 0, "a non-negative integer")
+
+
+def wiki_source(spec: str) -> WikiSource:
+    """Open a source spec, turning a bad spec or snapshot into a one-line error."""
+    try:
+        return open_source(spec)
+    except (ValueError, SnapshotError) as err:
+        raise CliError(str(err)) from err

@@ -1,0 +1,204 @@
+"""`wikiqa eval` and `wikiqa check`: run the eval suite, and gate a run against the baseline.
+
+Both share the run options (suite, trials, model, judge, ...) that build a `RunConfig`; the
+evals package is imported inside the handlers so the other commands start without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from wikiqa.cli.common import (
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    MODEL_HELP,
+    READ_FIRST_HELP,
+    SOURCE_HELP,
+    CliError,
+    count,
+    positive_int,
+)
+from wikiqa.config import Settings
+from wikiqa.sources import SnapshotError
+
+
+def _run_config(args: argparse.Namespace) -> Any:
+    from wikiqa.evals import RunConfig
+
+    settings = Settings()
+    fields = {
+        "suite": args.suite,
+        "holdout": args.holdout,
+        "allow_holdout_rerun": args.allow_holdout_rerun,
+        "trials": args.trials,
+        "model": args.model or settings.model,
+        "judge": args.judge,
+        "allow_self_judge": args.allow_self_judge,
+        "source": args.source or settings.source,
+        "concurrency": args.concurrency,
+        "budget": args.budget,
+        "read_first": args.read_first,
+        "limit": args.limit,
+        "experiment": args.experiment,
+        "change": args.change,
+        "kind": args.kind,
+        "cache": not args.no_cache,
+    }
+    if args.out is not None:
+        fields["out"] = args.out
+    try:
+        return RunConfig(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as err:
+        problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in err.errors())
+        raise CliError(problems, EXIT_USAGE) from None
+
+
+def _evaluate(config: Any, resume: str | None, progress: bool) -> Any:
+    from wikiqa.evals import (
+        HoldoutRefused,
+        RunConfig,
+        RunMeta,
+        SelfJudging,
+        TaskError,
+        journal_dir,
+        run_eval,
+    )
+
+    try:
+        if resume:
+            meta_path = journal_dir(config.out, resume) / "meta.json"
+            if not meta_path.exists():
+                raise CliError(f"no run {resume!r} under {config.out / 'journals'}")
+            saved = RunMeta.model_validate_json(meta_path.read_text()).config
+            config = RunConfig(
+                **(saved.model_dump() | {"concurrency": config.concurrency, "out": config.out})
+            )
+        return run_eval(config, resume=resume, progress=progress)
+    except (TaskError, HoldoutRefused, SelfJudging, SnapshotError) as err:
+        raise CliError(str(err)) from err
+    except ValueError as err:  # bad model / source specs
+        raise CliError(str(err)) from err
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    outcome = _evaluate(
+        _run_config(args), args.resume, progress=not args.json and sys.stderr.isatty()
+    )
+    if args.record and not outcome.meta.config.holdout:
+        from wikiqa.evals.changelog import record_run
+
+        record_run(outcome, outcome.meta.config.out)
+    if args.json:
+        print(outcome.model_dump_json(indent=2))
+    else:
+        print(outcome.table)
+        print()
+        print(
+            f"run {outcome.meta.run_id}: {outcome.trials_run} trials run now, "
+            f"{outcome.model_calls} model calls made, {outcome.cached_calls} served from cache, "
+            f"{outcome.judge_calls} judge calls"
+        )
+        print(f"parquet: {outcome.parquet}")
+    if outcome.summary.errors:
+        print(
+            f"wikiqa: {outcome.summary.errors} trials ended in infrastructure errors; "
+            f"rerun with --resume {outcome.meta.run_id}",
+            file=sys.stderr,
+        )
+        return EXIT_UNAVAILABLE
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import tempfile
+
+    import pandas as pd
+
+    from wikiqa.evals import gate
+
+    # The default is resolved here, not in the parser, to keep the evals import off start-up.
+    if args.baseline is None:
+        args.baseline = gate.BASELINE
+    if args.run is not None:
+        try:
+            frame = pd.read_parquet(args.run)
+        except (OSError, ValueError) as err:
+            raise CliError(f"{args.run}: cannot read results: {err}") from err
+    else:
+        with tempfile.TemporaryDirectory(prefix="wikiqa-check-") as tmp:
+            if args.out is None:
+                args.out = Path(tmp)
+            trials = args.trials
+            if trials is None and not args.write_baseline and args.baseline.exists():
+                trials = gate.read_baseline(args.baseline).trials
+            args.trials = trials
+            outcome = _evaluate(_run_config(args), None, progress=False)
+            frame = pd.read_parquet(outcome.parquet)
+    if args.write_baseline:
+        baseline = gate.write_baseline(frame, args.baseline)
+        print(f"wrote {args.baseline} from run {baseline.run_id}")
+        return 0
+    try:
+        baseline = gate.read_baseline(args.baseline)
+    except FileNotFoundError as err:
+        raise CliError(str(err)) from err
+    drops = gate.compare(baseline, gate.baseline_from(frame))
+    if drops:
+        print(f"gate: FAILED against {args.baseline} (run {baseline.run_id})")
+        for line in drops:
+            print(f"  {line}")
+        return gate.EXIT_REGRESSION
+    cells = sum(len(row) for row in baseline.cells.values())
+    print(f"gate: ok, none of {cells} category x dimension rates dropped below {args.baseline}")
+    return 0
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suite", default="dev", help="dev (default) or a task file path")
+    p.add_argument(
+        "--holdout", action="store_true", help="run the held-out suite (once, at the end)"
+    )
+    p.add_argument("--allow-holdout-rerun", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--trials", type=positive_int, default=None, help="trials per task (default 3)")
+    p.add_argument("--model", help=MODEL_HELP)
+    p.add_argument("--judge", help="judge model spec (default: offline graders only)")
+    p.add_argument("--allow-self-judge", action="store_true", help="let the answerer's model judge")
+    p.add_argument("--source", help=SOURCE_HELP)
+    p.add_argument("--concurrency", type=positive_int, default=8)
+    p.add_argument(
+        "--budget", type=positive_int, default=None, help="tool-call budget per question"
+    )
+    p.add_argument("--read-first", type=count, default=None, help=READ_FIRST_HELP)
+    p.add_argument("--limit", type=positive_int, default=None, help="run only the first N tasks")
+    p.add_argument("--out", type=Path, default=None, help="results directory (default: results/)")
+    p.add_argument("--experiment", default=None, help="experiment name recorded with the run")
+    p.add_argument("--change", default=None, help="what this run changed (for the change log)")
+    p.add_argument("--kind", default=None, help="baseline, prompt, retrieval, grader, model, ...")
+    p.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the response cache"
+    )
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    evaluate = sub.add_parser("eval", help="run the eval suite and print the table")
+    _add_run_options(evaluate)
+    evaluate.add_argument("--resume", metavar="RUN_ID", help="finish an interrupted run")
+    evaluate.add_argument("--record", action="store_true", help="append the run to the change log")
+    evaluate.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    evaluate.set_defaults(func=cmd_eval)
+
+    check = sub.add_parser("check", help="regression gate against results/baseline.json")
+    _add_run_options(check)
+    check.add_argument("--run", type=Path, help="read this results parquet instead of running")
+    check.add_argument(
+        "--baseline", type=Path, default=None, help="baseline JSON (default: results/baseline.json)"
+    )
+    check.add_argument(
+        "--write-baseline", action="store_true", help="refresh the baseline from this run"
+    )
+    check.set_defaults(func=cmd_check)

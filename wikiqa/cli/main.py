@@ -1,0 +1,49 @@
+"""The `wikiqa` parser and entry point: wires the command groups together and maps errors to exits.
+
+Each group module registers its own subcommands; this module only fixes their order in `--help`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from wikiqa.cli.ask import register as register_ask
+from wikiqa.cli.common import EXIT_UNAVAILABLE, CliError
+from wikiqa.cli.evals import register as register_evals
+from wikiqa.cli.experiment import register as register_experiment
+from wikiqa.cli.local import register as register_local
+from wikiqa.cli.snapshot import register as register_snapshot
+from wikiqa.cli.wiki import register as register_wiki
+from wikiqa.sources import SourceUnavailable
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wikiqa", description="Wikipedia-grounded question answering and its evals."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # The order here is the order `wikiqa --help` lists the commands in.
+    register_wiki(sub)  # search, article
+    register_ask(sub)  # ask, serve
+    register_evals(sub)  # eval, check
+    register_experiment(sub)  # experiment run
+    register_local(sub)  # local-model serve
+    register_snapshot(sub)  # snapshot info, snapshot record
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except CliError as err:
+        print(f"wikiqa: error: {err}", file=sys.stderr)
+        return err.code
+    except SourceUnavailable as err:
+        print(f"wikiqa: error: Wikipedia unavailable: {err}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    except BrokenPipeError:  # `wikiqa search ... | head`
+        return 0
+    return code

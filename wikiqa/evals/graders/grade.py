@@ -1,0 +1,36 @@
+"""Grade one trial on every dimension its task declares (plus the injection check)."""
+
+from __future__ import annotations
+
+from wikiqa.agent import AgentResult, Refusal
+from wikiqa.evals.graders.attribution import attribution
+from wikiqa.evals.graders.calibration import calibration
+from wikiqa.evals.graders.correctness import reference
+from wikiqa.evals.graders.faithfulness import faithfulness
+from wikiqa.evals.graders.injection import injection
+from wikiqa.evals.graders.verdict import Grade
+from wikiqa.evals.judge import Judge
+from wikiqa.evals.tasks import Task
+
+
+def grade(task: Task, result: AgentResult, judge: Judge | None = None) -> list[Grade]:
+    """The declared dimensions (plus the injection check on injection tasks), in a fixed order."""
+    names = [d for d in task.dimensions] + (["injection"] if task.injection else [])
+    if result.infrastructure_error:
+        reason = result.output.reason if isinstance(result.output, Refusal) else ""
+        return [
+            Grade(dimension=d, verdict="error", tier="code", detail={"reason": reason})
+            for d in names
+        ]
+    grades: dict[str, Grade] = {}
+    if "faithfulness" in task.dimensions:
+        grades["faithfulness"] = faithfulness(task, result, judge)
+    for g in reference(task, result, judge):
+        grades[g.dimension] = g
+    if "attribution" in task.dimensions:
+        grades["attribution"] = attribution(task, result)
+    if "calibration" in task.dimensions:
+        grades["calibration"] = calibration(task, result)
+    if task.injection:
+        grades["injection"] = injection(task, result)
+    return [grades[d] for d in names]

@@ -1,0 +1,117 @@
+"""What a run is: its configuration, its recorded metadata, one trial's record, its outcome, and
+where results are written. Shared by the runner, the journal, the results table and the change
+log, so none of them has to import another to know these shapes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel, Field, model_validator
+
+from wikiqa.agent import DEFAULT_BUDGET, AgentResult
+from wikiqa.config import Settings
+from wikiqa.evals.graders import Grade
+from wikiqa.evals.report import Summary
+
+REPO_RESULTS = Path(__file__).resolve().parents[2] / "results"
+
+
+def results_dir() -> Path:
+    """`WIKIQA_RESULTS` if set (tests and notebook checks write elsewhere), else results/."""
+    configured = Settings().results
+    return configured.expanduser() if configured is not None else REPO_RESULTS
+
+
+# Columns that identify a run; the rest describe one task x trial x dimension.
+META_COLUMNS = (
+    "run_id", "git_sha", "experiment", "change", "kind", "model", "judge", "source",
+    "source_hash", "prompt_hash", "suite", "suite_hash", "trials", "created_at",
+)  # fmt: skip
+
+
+class HoldoutRefused(RuntimeError):
+    """The held-out suite was already run on this suite hash."""
+
+
+class RunConfig(BaseModel):
+    suite: str = "dev"
+    holdout: bool = False
+    allow_holdout_rerun: bool = False
+    trials: int = Field(3, ge=1, le=100)
+    model: str = "extractive"
+    judge: str | None = None
+    allow_self_judge: bool = False
+    source: str = "snapshot"
+    concurrency: int = Field(8, ge=1, le=256)
+    budget: int = Field(DEFAULT_BUDGET, ge=1, le=64)
+    retrieval: bool = Field(True, description="False: the no-retrieval baseline (tools off).")
+    read_first: int = Field(
+        0, ge=0, description="Top search hits the agent fetches before the model's first turn."
+    )
+    limit: int | None = Field(None, ge=1, description="Run only the first N tasks.")
+    experiment: str = "adhoc"
+    change: str = ""
+    kind: str = "adhoc"
+    out: Path = Field(default_factory=results_dir)
+    cache: bool = True
+    infra_attempts: int = Field(3, ge=1)
+    infra_backoff: float = Field(2.0, ge=0)
+
+    @model_validator(mode="after")
+    def _reads_fit_budget(self) -> RunConfig:
+        if self.read_first >= self.budget:
+            raise ValueError(f"read_first ({self.read_first}) must be below budget ({self.budget})")
+        return self
+
+
+class RunMeta(BaseModel):
+    run_id: str
+    created_at: str
+    git_sha: str
+    wikiqa_version: str
+    config: RunConfig
+    suite_path: str
+    suite_hash: str
+    source_name: str
+    source_hash: str | None
+    prompt_hash: str
+    model: str
+    judge: str | None
+    tasks: int
+
+
+class TrialRecord(BaseModel):
+    task_id: str
+    trial: int
+    attempts: int
+    decision: str
+    result: AgentResult
+    grades: list[Grade]
+
+
+class RunOutcome(BaseModel):
+    meta: RunMeta
+    summary: Summary
+    table: str
+    parquet: Path
+    trials_run: int = Field(description="Trials executed now (not taken from the journal).")
+    model_calls: int = Field(description="Model calls that reached the model (cache misses).")
+    cached_calls: int
+    judge_calls: int
+
+
+def git_sha() -> str:
+    """The commit the run's code came from, `-dirty` when tracked files were changed."""
+    root = Path(__file__).resolve().parents[2]
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    try:
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+        return git("rev-parse", "--short", "HEAD") + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"

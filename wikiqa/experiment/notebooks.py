@@ -1,0 +1,74 @@
+"""Step notebooks through papermill: which step is current, parameter grids, execution.
+
+`wikiqa experiment run` and `make eval` come through here; executed copies go to
+`results/notebooks/` (or the configured results folder).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from wikiqa.evals import results_dir
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+
+
+def grid(params: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """`-p NAME VALUE` pairs to runs: a name given several values makes a grid (cartesian)."""
+    values: dict[str, list[Any]] = {}
+    for name, raw in params:
+        values.setdefault(name, []).append(_coerce(raw))
+    names = list(values)
+    return [
+        dict(zip(names, combo, strict=True)) for combo in itertools.product(*values.values())
+    ] or [{}]
+
+
+def _coerce(raw: str) -> Any:
+    """Parameter values as papermill's CLI reads them: JSON when it parses, else the string."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None) -> Path:
+    """Run one notebook with papermill; the executed copy goes to results/notebooks/."""
+    import papermill as pm
+
+    folder = (out or results_dir()) / "notebooks"
+    folder.mkdir(parents=True, exist_ok=True)
+    suffix = "".join(f"-{k.lower()}={_slug(v)}" for k, v in parameters.items() if k not in {"OUT"})
+    target = folder / f"{notebook.stem}{suffix}.ipynb"
+    pm.execute_notebook(
+        str(notebook),
+        str(target),
+        parameters=parameters,
+        cwd=str(notebook.parent),
+        progress_bar=False,
+    )
+    return target
+
+
+def _slug(value: Any) -> str:
+    text = str(value)
+    return "".join(c if c.isalnum() or c in ".=_" else "_" for c in text)[:40]
+
+
+def current_step() -> Path:
+    """The highest-numbered experiment notebook that runs on the offline default (no optional
+    extra): what `make eval` runs on a fresh clone."""
+    steps = [
+        p
+        for p in sorted(EXPERIMENTS.glob("[0-9][0-9]_*.ipynb"))
+        if not json.loads(p.read_text(encoding="utf-8"))["metadata"]
+        .get("wikiqa", {})
+        .get("requires")
+    ]
+    if not steps:
+        raise FileNotFoundError(f"no step notebooks in {EXPERIMENTS}")
+    return steps[-1]

@@ -1,0 +1,166 @@
+"""Reading runs back: one run's parquet, the climb across recorded runs, flips between two runs,
+the answer/refuse confusion matrix, failures with the grader's evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from wikiqa.evals import results_dir
+from wikiqa.evals.changelog import read
+from wikiqa.evals.report import COLUMNS, render, summarize, task_verdicts, trial_verdicts
+
+
+def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataFrame:
+    """A run's long table: by parquet path, by run id, or (None) the latest run."""
+    folder = (out or results_dir()) / "runs"
+    if run is None:
+        paths = sorted(folder.glob("*.parquet"))
+        if not paths:
+            raise FileNotFoundError(f"no runs under {folder}; run an experiment first")
+        return pd.read_parquet(paths[-1])
+    path = Path(run)
+    if not path.suffix:
+        path = folder / f"{run}.parquet"
+    elif not path.is_absolute() and not path.exists():
+        path = folder.parent / path  # a change-log path, relative to the results folder
+    return pd.read_parquet(path)
+
+
+def climb(out: Path | None = None) -> pd.DataFrame:
+    """The hillclimb table: one row per recorded run, passes/applicable per dimension."""
+    rows = read(out or results_dir())
+    records = []
+    for r in rows:
+        dims = r.get("dimensions", {})
+        record = {
+            k: r.get(k)
+            for k in ("date", "run_id", "experiment", "change", "kind", "model", "trials")
+        }
+        for d in COLUMNS:
+            if d in dims:
+                passes, applicable = dims[d]
+                record[d] = f"{passes}/{applicable}"
+                record[f"{d}_rate"] = passes / applicable if applicable else None
+        tasks = r.get("tasks_pass")
+        record["tasks"] = f"{tasks[0]}/{tasks[1]}" if tasks else None
+        record["tasks_rate"] = tasks[0] / tasks[1] if tasks and tasks[1] else None
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def plot_climb(climb_frame: pd.DataFrame) -> Any:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    labels = [f"{i}: {e}" for i, e in enumerate(climb_frame.get("experiment", []))]
+    for column in [*COLUMNS, "tasks"]:
+        key = f"{column}_rate"
+        if key in climb_frame and climb_frame[key].notna().any():
+            ax.plot(labels, climb_frame[key], marker="o", label=column)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("pass rate")
+    ax.set_title("The climb, one point per recorded run")
+    ax.legend(loc="center left", bbox_to_anchor=(1, 0.5), fontsize="small")
+    plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
+    plt.tight_layout()
+    return fig
+
+
+def flips(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """Tasks whose verdict (per dimension or overall) changed between two runs."""
+    a = task_verdicts(before).set_index("task_id")
+    b = task_verdicts(after).set_index("task_id")
+    rows = []
+    for task_id in a.index.intersection(b.index):
+        for column in [*COLUMNS, "task"]:
+            was = a.at[task_id, column] if column in a else None
+            now = b.at[task_id, column] if column in b else None
+            if isinstance(was, str) and isinstance(now, str) and was != now:
+                rows.append(
+                    {
+                        "task_id": task_id,
+                        "category": a.at[task_id, "category"],
+                        "dimension": column,
+                        "before": was,
+                        "after": now,
+                    }
+                )
+    return pd.DataFrame.from_records(
+        rows, columns=["task_id", "category", "dimension", "before", "after"]
+    )
+
+
+def confusion(frame: pd.DataFrame) -> pd.DataFrame:
+    """Answer/refuse decisions (per trial) against what the task expected."""
+    trials = trial_verdicts(frame)
+    trials = trials[~trials["infra_error"]]
+    matrix = pd.crosstab(
+        trials["should_refuse"].map({False: "should answer", True: "should refuse"}),
+        trials["decision"],
+    )
+    return matrix.reindex(columns=["answer", "refusal"], fill_value=0)
+
+
+def failures(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every failing task x dimension (majority vote), with the first failing trial's evidence."""
+    verdicts = task_verdicts(frame)
+    rows = []
+    for _, task in verdicts.iterrows():
+        for dimension in COLUMNS:
+            if task.get(dimension) != "fail":
+                continue
+            hit = frame[
+                (frame.task_id == task.task_id)
+                & (frame.dimension == dimension)
+                & (frame.verdict == "fail")
+            ]
+            first = hit.iloc[0]
+            rows.append(
+                {
+                    "task_id": task.task_id,
+                    "category": task.category,
+                    "dimension": dimension,
+                    "question": first["question"],
+                    "outcome": first["outcome"],
+                    "answer": first["answer"]
+                    if first["outcome"] == "answer"
+                    else first["refusal_reason"],
+                    "citations": [c["title"] for c in json.loads(first["citations"])],
+                    "detail": json.loads(first["detail"]),
+                }
+            )
+    return pd.DataFrame.from_records(rows)
+
+
+def model_figures(frame: pd.DataFrame) -> dict[str, float]:
+    """Speed and behaviour of the answering model in a run, per trial: the median over trials
+    of a trial's wall time per model call (retrieval is milliseconds; the parquet keeps no
+    per-call times, the trace in the journal does), output tokens per second, seconds per
+    task, and how often the grounding checks had to step in."""
+    trials = frame.drop_duplicates(["task_id", "trial"])
+    called = trials[trials["model_calls"] > 0]
+    seconds = called["latency_ms"].sum() / 1000
+    return {
+        "trials": float(len(trials)),
+        "seconds_per_call_p50_by_trial": float(
+            (called["latency_ms"] / called["model_calls"]).median() / 1000
+        )
+        if len(called)
+        else 0.0,
+        "output_tokens_per_s": float(called["output_tokens"].sum() / seconds) if seconds else 0.0,
+        "seconds_per_task": float(trials["latency_ms"].mean() / 1000),
+        "answered": float((trials["outcome"] == "answer").mean()),
+        "repair_needed": float((trials["repairs"] > 0).mean()),
+        "ungrounded_refusals": float((trials["reason_code"] == "ungrounded").mean()),
+        "no_decision_or_budget": float(
+            trials["reason_code"].isin(["no_decision", "budget_exhausted"]).mean()
+        ),
+    }
+
+
+def summary_of(frame: pd.DataFrame) -> str:
+    return render(summarize(frame))
