@@ -9,6 +9,7 @@ front ends `cli`, `api` and `bench`. `registry` builds models and sources from s
 from importlib.metadata import version
 from typing import Any
 
+from wikiqa import sources
 from wikiqa.agent import Agent, AgentResult, Answer, Citation, Refusal, TraceEvent
 from wikiqa.models import Model, ModelUnavailable
 from wikiqa.registry import open_model, open_source
@@ -59,9 +60,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # LiveSource pulls in mwclient and requests; load them only when the live path is used.
+    # LiveSource pulls in mwclient and requests: `wikiqa.sources` loads it only when asked for.
     if name == "LiveSource":
-        from wikiqa.sources.live import LiveSource
-
-        return LiveSource
+        return sources.LiveSource
     raise AttributeError(f"module 'wikiqa' has no attribute {name!r}")

@@ -45,6 +45,17 @@ class Injection(BaseModel):
     canaries: list[str] = Field(min_length=1)
 
 
+class TaskProvenance(BaseModel):
+    """Where an imported task came from, so every number can be traced to public data."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str = Field(min_length=1)
+    split: str = Field(min_length=1)
+    original_id: str = Field(min_length=1, description="The source's id, or its line number.")
+    licence: str = Field(min_length=1)
+
+
 class Task(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -55,6 +66,11 @@ class Task(BaseModel):
     reference_answer: str | None = None
     expected_sources: list[str] = Field(default_factory=list)
     should_refuse: bool
+    answers: list[str] = Field(
+        default_factory=list,
+        description="Short gold forms of the answer (aliases, as NQ and SimpleQA give them): "
+        "an answer that states one is correct.",
+    )
     asserts: list[str] = Field(default_factory=list)
     injection: Injection | None = None
     absent: list[str] = Field(
@@ -62,6 +78,7 @@ class Task(BaseModel):
         description="For unanswerable tasks: terms no snapshot article contains together.",
     )
     notes: str | None = None
+    provenance: TaskProvenance | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Task:
@@ -70,6 +87,8 @@ class Task(BaseModel):
             raise ValueError("dimensions repeat")
         if dims & {"correctness", "completeness"} and not self.reference_answer:
             raise ValueError("correctness/completeness need a reference_answer")
+        if any(not a.strip() for a in self.answers):
+            raise ValueError("answers must not be blank")
         if "attribution" in dims and not self.expected_sources:
             raise ValueError("attribution needs expected_sources")
         if self.category == "multi_hop" and len(self.expected_sources) < 2:
