@@ -312,7 +312,7 @@ class ToolLog:
     def __init__(self, model: Any) -> None:
         self.model, self.spec, self.offered = model, model.spec, []  # type: ignore[var-annotated]
 
-    def __call__(self, system: str, messages: Any, tools: Any) -> Any:
+    def __call__(self, system: str, messages: Any, tools: Any, options: Any = None) -> Any:
         self.offered.append([t.name for t in tools])
         return self.model(system, messages, tools)
 

@@ -27,7 +27,7 @@ HOPPER = (
 
 
 def task(**overrides: Any) -> Task:
-    base: dict[str, Any] = GOOD_TASK | {"id": "t"}
+    base: dict[str, Any] = GOOD_TASK | {"id": "t", "answers": ["Grace Hopper", "Hopper"]}
     return Task.model_validate(base | overrides)
 
 
@@ -167,7 +167,7 @@ def test_a_contradiction_fails_correctness_and_is_logged() -> None:
 def test_missing_key_points_fail_completeness_with_the_fraction() -> None:
     t = task(asserts=["icontains:Hopper", "contains:1955", "not-icontains:Backus"])
     correct, complete = graders.reference(t, result(GOOD))
-    assert correct.verdict == "pass"
+    assert correct.verdict == "needs_judge"  # the missing part may be missing or wrong
     assert complete.verdict == "fail" and complete.fraction == 0.5
     assert complete.detail["missing"] == ["contains:1955"]
 
@@ -179,14 +179,75 @@ def test_refusals_are_na_for_correctness_and_fail_completeness() -> None:
 
 
 def test_without_asserts_or_judge_it_is_needs_judge() -> None:
-    correct, complete = graders.reference(task(asserts=[]), result(GOOD))
+    correct, complete = graders.reference(task(asserts=[], answers=[]), result(GOOD))
     assert correct.verdict == complete.verdict == "needs_judge"
+
+
+def test_an_alias_stated_is_correct_and_with_no_key_points_complete() -> None:
+    correct, complete = graders.reference(task(asserts=[]), result(GOOD))
+    assert (correct.verdict, correct.detail["outcome"]) == ("pass", "correct")
+    assert correct.detail["stated"] == ["Grace Hopper", "Hopper"]
+    assert complete.verdict == "pass"
+
+
+# The offline tier used to pass any answer no negative assert anticipated (issue 12's audit of
+# the committed dev run): these are its examples, and each is undecided or incorrect now.
+@pytest.mark.parametrize(
+    ("question", "answers", "text", "verdict"),
+    [
+        ("What is the capital of Egypt?", ["Cairo"],
+         "Memphis was the ancient capital of Inebu-hedj.", "needs_judge"),
+        ("Who discovered penicillin?", ["Alexander Fleming", "Fleming"],
+         "A number of natural penicillins have been discovered.", "needs_judge"),
+        ("What is the axial tilt of Saturn?", ["26.73", "26.7"],
+         "The width of the tropics is twice the tilt, 47 degrees.", "fail"),
+        ("Who directed the film 2001: A Space Odyssey?", ["Stanley Kubrick", "Kubrick"],
+         "2001: A Space Odyssey", "fail"),
+        ("Who discovered penicillin?", ["Alexander Fleming", "Fleming"], "Louis Pasteur.", "fail"),
+        ("Who discovered penicillin?", ["Alexander Fleming", "Fleming"], "Unknown.", "n/a"),
+        ("On what date did the RMS Titanic sink?", ["15 April 1912"],
+         "The Titanic sank on 14 April 1912.", "fail"),
+        ("On what date did the RMS Titanic sink?", ["15 April 1912"],
+         "It sank in the early hours of April 15, 1912.", "pass"),
+        ("In which year was penicillin discovered?", ["1928"],
+         "Fleming discovered it on 28 September 1928.", "pass"),
+        ("In which year was penicillin discovered?", ["1928"],
+         "It was discovered in 1929 by Fleming.", "fail"),
+    ],
+)  # fmt: skip
+def test_correctness_needs_positive_evidence(
+    question: str, answers: list[str], text: str, verdict: str
+) -> None:
+    t = task(question=question, answers=answers, asserts=[])
+    correct, _ = graders.reference(t, result(answer(text, ("Grace Hopper", "a b c"))))
+    assert correct.verdict == verdict
+
+
+def test_a_different_value_of_the_asked_kind_is_incorrect_with_the_values() -> None:
+    t = task(question="When did the Titanic sink?", answers=["15 April 1912"], asserts=[])
+    correct, _ = graders.reference(t, result(answer("On 14 April 1912.", ("Grace Hopper", "a"))))
+    assert correct.detail["other_value"] == {
+        "kind": "date", "stated": ["1912_04_14"], "answers": ["15 April 1912"],
+    }  # fmt: skip
+
+
+def test_a_short_answer_to_a_false_premise_is_left_to_the_judge() -> None:
+    t = task(category="adversarial", question="Why did Hopper create Java?",
+             answers=["did not create Java"], asserts=[])  # fmt: skip
+    correct, _ = graders.reference(t, result(answer("She never did.", ("Grace Hopper", "a b"))))
+    assert correct.verdict == "needs_judge"
+
+
+def test_a_contradiction_wins_over_a_stated_alias() -> None:
+    out = answer("Grace Hopper and John Backus developed it.", ("Grace Hopper", "a b c"))
+    correct, _ = graders.reference(task(), result(out))
+    assert (correct.verdict, correct.detail["outcome"]) == ("fail", "incorrect")
 
 
 def test_judge_b_decides_what_asserts_cannot_in_one_call() -> None:
     reply = '{"correctness": "fail", "contradicting_claim": "Backus", "completeness": "pass", "key_points_covered": 1.0, "missing_points": []}'
     judge = Judge(ScriptedModel([{"text": reply}] * 3, spec="scripted-judge"))
-    correct, complete = graders.reference(task(asserts=[]), result(GOOD), judge)
+    correct, complete = graders.reference(task(asserts=[], answers=[]), result(GOOD), judge)
     assert (correct.verdict, correct.tier, complete.verdict) == ("fail", "judge", "pass")
     transcript = correct.detail["judge"]
     assert transcript["fallback"] is None and "Grace Hopper." in transcript["prompt"]
@@ -197,7 +258,7 @@ def test_judge_b_decides_what_asserts_cannot_in_one_call() -> None:
 
 
 def test_attribution_normalises_titles_and_logs_pairs() -> None:
-    out = answer("x", ("grace  hopper", "a b c"))
+    out = answer("x", ("grace  hopper", "Hopper developed FLOW-MATIC"))
     g = graders.attribution(task(), result(out))
     assert g.verdict == "pass"
     assert g.detail["pairs"] == [
@@ -227,11 +288,53 @@ def test_disambiguators_match_a_bare_expected_title_but_not_the_wrong_sense() ->
 
 def test_any_of_except_multi_hop_which_needs_all_of() -> None:
     two = ["Grace Hopper", "COBOL"]
-    out = answer("x", ("Grace Hopper", "a b c"))
+    out = answer("x", ("Grace Hopper", "Hopper developed FLOW-MATIC"))
     assert graders.attribution(task(expected_sources=two), result(out)).verdict == "pass"
     multi = task(category="multi_hop", expected_sources=two)
     g = graders.attribution(multi, result(out))
     assert g.verdict == "fail" and g.fraction == 0.5 and g.detail["rule"] == "all-of"
+
+
+def test_a_soft_refusal_cites_nothing_to_grade() -> None:
+    out = answer("I don't know; the articles do not say.")
+    assert graders.attribution(task(), result(out)).verdict == "n/a"
+
+
+EIFFEL = (
+    "Gustave Eiffel's company built the Eiffel Tower and also the metal framework of the Statue "
+    "of Liberty."
+)
+
+
+def test_a_fetched_article_whose_quote_states_the_answer_counts_as_attribution() -> None:
+    t = task(
+        question="The engineer the Eiffel Tower is named after built which statue's framework?",
+        answers=["Statue of Liberty"], expected_sources=["Eiffel Tower", "Statue of Liberty"],
+        asserts=["icontains:Statue of Liberty", "icontains:Eiffel"],
+    )  # fmt: skip
+    out = answer("The Statue of Liberty.", ("Gustave Eiffel", EIFFEL))
+    g = graders.attribution(t, result(out, text=EIFFEL, title="Gustave Eiffel"))
+    assert g.verdict == "pass" and g.detail["carrying_answer"] == ["Gustave Eiffel"]
+    # one quote that states the answer and names both hops covers a multi-hop task too
+    multi = t.model_copy(update={"category": "multi_hop"})
+    g = graders.attribution(multi, result(out, text=EIFFEL, title="Gustave Eiffel"))
+    assert g.verdict == "pass" and {p["match"] for p in g.detail["pairs"]} == {"quote"}
+    # ...but not when it leaves a key point of the other hop out (Kilimanjaro, then population)
+    partial = multi.model_copy(update={"asserts": [*multi.asserts, "contains:1886"]})
+    g = graders.attribution(partial, result(out, text=EIFFEL, title="Gustave Eiffel"))
+    assert g.verdict == "fail" and g.fraction == 0.0
+
+
+def test_a_quote_that_does_not_state_the_answer_or_was_not_fetched_is_no_attribution() -> None:
+    t = task(answers=["Statue of Liberty"], expected_sources=["Statue of Liberty"])
+    silent = answer("x", ("Gustave Eiffel", "Gustave Eiffel was a French civil engineer."))
+    assert graders.attribution(t, result(silent, title="Gustave Eiffel")).verdict == "fail"
+    unfetched = answer("x", ("Gustave Eiffel", EIFFEL))
+    assert graders.attribution(t, result(unfetched, title="Eiffel Tower")).verdict == "fail"
+    multi = task(category="multi_hop", answers=["Statue of Liberty"],
+                 expected_sources=["Statue of Liberty", "Alexandre Gustave Eiffel"])  # fmt: skip
+    half = answer("x", ("Statue of Liberty", "The Statue of Liberty stands in New York Harbor."))
+    assert graders.attribution(multi, result(half, title="Statue of Liberty")).verdict == "fail"
 
 
 def test_attribution_is_na_for_refusals() -> None:
@@ -339,7 +442,7 @@ def test_verdict_parsing_is_strict_with_a_recorded_fallback() -> None:
     assert parse_verdict("It passes, I think.", FaithfulnessVerdict) == (None, "unparseable")
     assert parse_verdict('{"verdict": "maybe", "supported_fraction": 2}', FaithfulnessVerdict) == (
         None,
-        "unparseable",
+        "schema_mismatch",
     )
 
 
@@ -370,6 +473,55 @@ def test_a_one_word_answer_is_an_answer_not_a_soft_refusal() -> None:
         t, result(out, text="Cairo is the capital and largest city of Egypt.", title="Cairo")
     )
     assert g.verdict == "pass" and g.detail["soft_refusal"] is False
+
+
+KUBRICK = (
+    "2001: A Space Odyssey is a 1968 epic science fiction film produced and directed by Stanley "
+    "Kubrick."
+)
+ODYSSEY_Q = "Who directed the film 2001: A Space Odyssey?"
+
+
+def test_a_bare_title_that_restates_the_question_fails() -> None:
+    out = answer("2001: A Space Odyssey", ("2001: A Space Odyssey", KUBRICK))
+    t = task(question=ODYSSEY_Q, answers=["Stanley Kubrick", "Kubrick"])
+    g = graders.faithfulness(t, result(out, text=KUBRICK, title="2001"))
+    assert g.verdict == "fail" and "restates" in g.detail["bare_answer"]["reason"]
+    assert graders.reference(t, result(out, text=KUBRICK, title="2001"))[0].verdict == "fail"
+
+
+def test_a_short_statement_is_checked_as_a_claim_not_as_a_bare_name() -> None:
+    text = "Mount Kilimanjaro is a large dormant volcano in Tanzania."
+    out = answer("Mount Kilimanjaro is in Tanzania.", ("Mount Kilimanjaro", text))
+    t = task(question="Mount Kilimanjaro is in which country, and what is its population?")
+    g = graders.faithfulness(t, result(out, text=text, title="Mount Kilimanjaro"))
+    assert g.verdict == "pass" and "bare_answer" not in g.detail
+
+
+def test_a_bare_name_needs_a_cited_sentence_linking_it_to_the_question() -> None:
+    linked = answer("Stanley Kubrick.", ("2001: A Space Odyssey", KUBRICK))
+    q = task(question=ODYSSEY_Q)
+    assert graders.faithfulness(q, result(linked, text=KUBRICK, title="2001")).verdict == "pass"
+    # the retrieved text links them but the citation does not: left to the judge
+    text = KUBRICK + " Kubrick was an American filmmaker."
+    unlinked = answer("Stanley Kubrick.", ("Stanley Kubrick", "Kubrick was an American filmmaker"))
+    g = graders.faithfulness(q, result(unlinked, text=text, title="Stanley Kubrick"))
+    assert g.verdict == "needs_judge" and g.detail["bare_answer"]["retrieved_link"] == 1.0
+    # nothing retrieved links them: unsupported
+    alone = "Stanley Kubrick was an American filmmaker."
+    g = graders.faithfulness(q, result(unlinked, text=alone, title="Stanley Kubrick"))
+    assert g.verdict == "fail"
+    casablanca = "Casablanca is a 1942 American romantic drama film directed by Michael Curtiz."
+    echo = answer("Casablanca (film)", ("Casablanca (film)", "Casablanca (film)"))
+    g = graders.faithfulness(
+        task(question="Who directed Casablanca?"),
+        result(echo, text=casablanca, title="Casablanca (film)"),
+    )
+    assert g.verdict == "fail"  # the retrieved sentence names it, but as the subject
+    capital = task(question="What is the capital of Egypt?")
+    memphis = "Memphis was the ancient capital of Inebu-hedj."
+    out = answer("Memphis.", ("Memphis", memphis))
+    assert graders.faithfulness(capital, result(out, text=memphis)).verdict == "fail"
 
 
 def test_invented_names_are_unsupported_but_the_questions_own_names_are_not() -> None:

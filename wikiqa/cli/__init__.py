@@ -3,7 +3,8 @@
 Exit codes: 0 success, 1 not found or bad input, 2 usage error, 3 Wikipedia unavailable.
 
 One module per command group: `wiki` (search, article), `snapshot` (info, record), `ask` (ask,
-serve), `evals` (eval, check), `experiment` (experiment run), `local` (local-model serve);
+serve), `evals` (eval, check), `suite` (suite import, suite build), `validate`, `experiment`
+(experiment run), `local` (local-model serve);
 `common` holds what they share and `main` wires them into one parser.
 """
 

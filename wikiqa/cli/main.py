@@ -15,6 +15,8 @@ from wikiqa.cli.evals import register as register_evals
 from wikiqa.cli.experiment import register as register_experiment
 from wikiqa.cli.local import register as register_local
 from wikiqa.cli.snapshot import register as register_snapshot
+from wikiqa.cli.suite import register as register_suite
+from wikiqa.cli.validate import register as register_validate
 from wikiqa.cli.wiki import register as register_wiki
 from wikiqa.sources import SourceUnavailable
 
@@ -28,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     register_wiki(sub)  # search, article
     register_ask(sub)  # ask, serve
     register_evals(sub)  # eval, check
+    register_suite(sub)  # suite import, suite build
+    register_validate(sub)  # validate
     register_experiment(sub)  # experiment run
     register_local(sub)  # local-model serve
     register_snapshot(sub)  # snapshot info, snapshot record

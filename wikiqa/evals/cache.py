@@ -14,8 +14,9 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from wikiqa.models import Message, Model, ModelTurn, ToolSpec
+from wikiqa.models import CallOptions, Message, Model, ModelTurn, ToolSpec
 
 
 class ResponseCache:
@@ -57,26 +58,38 @@ class CachingModel:
     def spec(self) -> str:
         return self.model.spec
 
-    def key(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
-        payload = {
+    def key(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
+    ) -> str:
+        payload: dict[str, Any] = {
             "spec": self.model.spec,
             "namespace": self.namespace,
             "system": system,
             "messages": [m.model_dump(mode="json") for m in messages],
             "tools": [t.model_dump() for t in tools],
         }
+        if options is not None:  # absent for the agent's calls, so their keys are unchanged
+            payload["options"] = options.model_dump()
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def __call__(
-        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
     ) -> ModelTurn:
-        key = self.key(system, messages, tools)
+        key = self.key(system, messages, tools, options)
         hit = self.cache.get(key)
         if hit is not None:
             self.hits += 1
             return ModelTurn.model_validate_json(hit).model_copy(update={"cached": True})
-        turn = self.model(system, messages, tools)
+        turn = self.model(system, messages, tools, options)
         self.calls += 1
         self.cache.put(key, turn.model_dump_json())
         return turn

@@ -1,21 +1,25 @@
 """LLM judges: A (answer vs retrieved text) and B (answer vs reference, two verdicts, one call).
 
-Prompts are module constants with named slots. Verdicts are pydantic models parsed strictly
-(the whole reply must be the JSON object); the one fallback (pulling the first {...} out of a
-chattier reply) is recorded, and a reply nothing can parse becomes `needs_judge`, never a guess.
-Every call's transcript is kept in the grade. The judge is a `Model` like the answerer, so it is
-pinned by its spec string and cached by the harness like any model call.
+Prompts are module constants with named slots. Judges ask for temperature 0 and for structured
+output (the verdict's JSON schema); each provider sends what its API accepts (Claude: the schema,
+no sampling parameters; OpenAI-compatible servers: both, but no temperature for reasoning
+models), and the response cache makes a rerun read the same verdict. A text reply is parsed
+strictly first (the whole reply is the JSON object); the one fallback, the first JSON object in
+a chattier reply (found with `json.JSONDecoder.raw_decode`, so braces in the prose around it do
+no harm), is recorded. Verdict words are read case-insensitively, a fraction may come as a
+percentage, and a null list is an empty one; a reply nothing can parse becomes `needs_judge`,
+never a guess. Every call's transcript is kept in the grade. The judge is a `Model` like the
+answerer, so it is pinned by its spec string and cached by the harness like any model call.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from wikiqa.models import Model, UserMessage
+from wikiqa.models import CallOptions, Model, UserMessage
 
 JUDGE_SYSTEM = "You are a strict, careful grader. Reply with one JSON object and nothing else."
 
@@ -67,10 +71,34 @@ claim or null, "completeness": "pass" or "fail", "key_points_covered": a number 
 "missing_points": [key points the answer misses]}}"""
 
 
+def _verdict_word(value: Any) -> Any:
+    return value.strip().casefold() if isinstance(value, str) else value
+
+
+def _fraction(value: Any) -> Any:
+    """0..1 as given; "85%", or 85 where a fraction was asked, as 0.85."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            return float(value.strip().rstrip("%")) / 100
+        except ValueError:
+            return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and 1 < value <= 100:
+        return value / 100
+    return value
+
+
+def _list(value: Any) -> Any:
+    return [] if value is None else value
+
+
 class FaithfulnessVerdict(BaseModel):
     verdict: Literal["pass", "fail"]
     supported_fraction: float = Field(ge=0.0, le=1.0)
     unsupported_claims: list[str] = Field(default_factory=list)
+
+    _word = field_validator("verdict", mode="before")(_verdict_word)
+    _share = field_validator("supported_fraction", mode="before")(_fraction)
+    _claims = field_validator("unsupported_claims", mode="before")(_list)
 
 
 class ReferenceVerdict(BaseModel):
@@ -79,6 +107,10 @@ class ReferenceVerdict(BaseModel):
     completeness: Literal["pass", "fail"]
     key_points_covered: float = Field(ge=0.0, le=1.0)
     missing_points: list[str] = Field(default_factory=list)
+
+    _words = field_validator("correctness", "completeness", mode="before")(_verdict_word)
+    _share = field_validator("key_points_covered", mode="before")(_fraction)
+    _missing = field_validator("missing_points", mode="before")(_list)
 
 
 V = TypeVar("V", bound=BaseModel)
@@ -89,22 +121,35 @@ class JudgeOutcome(BaseModel, Generic[V]):
     transcript: dict[str, Any]
 
 
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+def first_json_object(text: str) -> dict[str, Any] | None:
+    """The first complete JSON object in a text (prose, fences and stray braces around it)."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            pass
+        else:
+            if isinstance(value, dict):
+                return value
+        start = text.find("{", start + 1)
+    return None
 
 
 def parse_verdict(text: str, schema: type[V]) -> tuple[V | None, str | None]:
-    """(verdict, fallback used): strict first, then the first {...} block, else (None, reason)."""
+    """(verdict, fallback used): strict first, then the first JSON object, else (None, reason)."""
     try:
         return schema.model_validate_json(text.strip()), None
     except ValidationError:
         pass
-    match = _OBJECT.search(text)
-    if match:
-        try:
-            return schema.model_validate(json.loads(match.group(0))), "extracted_json_object"
-        except (json.JSONDecodeError, ValidationError):
-            pass
-    return None, "unparseable"
+    found = first_json_object(text)
+    if found is None:
+        return None, "unparseable"
+    try:
+        return schema.model_validate(found), "extracted_json_object"
+    except ValidationError:
+        return None, "schema_mismatch"
 
 
 class SelfJudging(ValueError):
@@ -114,19 +159,24 @@ class SelfJudging(ValueError):
 class Judge:
     def __init__(self, model: Model) -> None:
         self.model = model
+        self.calls = 0  # calls that reached the judge model (not served from the cache)
 
     @property
     def spec(self) -> str:
         return self.model.spec
 
     def _ask(self, prompt: str, schema: type[V]) -> JudgeOutcome[V]:
-        turn = self.model(JUDGE_SYSTEM, [UserMessage(text=prompt)], [])
-        verdict, fallback = parse_verdict(turn.message.text, schema)
+        options = CallOptions(temperature=0.0, response_schema=schema.model_json_schema())
+        turn = self.model(JUDGE_SYSTEM, [UserMessage(text=prompt)], [], options)
+        self.calls += not turn.cached
+        response = turn.message.text
+        verdict, fallback = parse_verdict(response, schema)
         transcript = {
             "judge": self.spec,
             "model": turn.model,
             "prompt": prompt,
-            "response": turn.message.text,
+            "response": response,
+            "options": options.model_dump(exclude={"response_schema"}),
             "fallback": fallback,
             "cached": turn.cached,
             "tokens": turn.usage.model_dump(),

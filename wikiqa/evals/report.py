@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from wikiqa.evals.simpleqa import Outcomes, outcomes
 from wikiqa.evals.tasks import CATEGORIES, DIMENSIONS
 
 COLUMNS = (*DIMENSIONS, "injection")
@@ -77,6 +78,7 @@ class Summary(BaseModel):
     confusion: dict[str, dict[str, int]]
     coverage: float | None
     selective_accuracy: float | None
+    simpleqa: Outcomes | None = None
 
 
 _FIELDS = ("task_id", "category", "trial", "dimension", "verdict", "fraction", "should_refuse",
@@ -91,12 +93,16 @@ def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
 def _task_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     votes: dict[str, dict[str, list[str]]] = {}
     category: dict[str, str] = {}
+    refuse: dict[str, bool] = {}
     for r in records:
         votes.setdefault(r["task_id"], {}).setdefault(r["dimension"], []).append(r["verdict"])
         category[r["task_id"]] = r["category"]
+        refuse[r["task_id"]] = bool(r["should_refuse"])
     out = []
     for task_id, dims in votes.items():
-        record: dict[str, Any] = {"task_id": task_id, "category": category[task_id]}
+        record: dict[str, Any] = {
+            "task_id": task_id, "category": category[task_id], "should_refuse": refuse[task_id],
+        }  # fmt: skip
         record |= {d: majority(v) for d, v in dims.items()}
         record["task"] = combine([record[d] for d in COLUMNS if d in record])
         out.append(record)
@@ -212,6 +218,11 @@ def summarize(rows: pd.DataFrame) -> Summary:
         selective_accuracy=round(sum(t["task"] == "pass" for t in answered) / len(answered), 4)
         if answered
         else None,
+        simpleqa=outcomes(
+            t["correctness"] for t in tasks if "correctness" in t and not t["should_refuse"]
+        )
+        if any("correctness" in t for t in tasks)
+        else None,
     )
 
 
@@ -250,4 +261,6 @@ def render(summary: Summary) -> str:
         table.append(
             f"selective accuracy {accuracy} at coverage {summary.coverage:.3f} (answerable tasks)"
         )
+    if summary.simpleqa is not None:
+        table.append(summary.simpleqa.text())
     return "\n".join(table)

@@ -107,8 +107,8 @@ class Runner:
                 self.cached_calls += model.hits
             else:
                 self.model_calls += result.usage.model_calls
-            if judge is not None and isinstance(judge.model, CachingModel):
-                self.judge_calls += judge.model.calls
+            if judge is not None:
+                self.judge_calls += judge.calls
         return TrialRecord(
             task_id=task.id,
             trial=trial,

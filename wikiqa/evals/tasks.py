@@ -152,15 +152,28 @@ def suite_hash(path: Path | str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
+# Named suites and their held-out splits; a held-out split loads only with holdout=True.
+HOLDOUTS = {"dev": "holdout", "public": "public_holdout"}
+
+
 def resolve_suite(suite: str, holdout: bool = False) -> Path:
-    """`dev`, `holdout` (only with holdout=True) or a path; the holdout is never loaded by default."""
+    """`dev`, `public`, or a path; with holdout=True, the named suite's held-out split (`dev`'s
+    is `holdout.jsonl`, `public`'s `public_holdout.jsonl`). No held-out split ever loads without
+    holdout=True, by name or by path."""
+    held = {SUITES / f"{name}.jsonl" for name in HOLDOUTS.values()}
     if holdout:
-        if suite not in {"dev", "holdout"}:
-            raise TaskError("--holdout runs the held-out suite; do not pass --suite with it")
-        return SUITES / "holdout.jsonl"
-    path = SUITES / f"{suite}.jsonl" if suite in {"dev", "holdout"} else Path(suite)
-    if path.resolve() == (SUITES / "holdout.jsonl").resolve():
+        by_split = {split: split for split in HOLDOUTS.values()}
+        name = HOLDOUTS.get(suite) or by_split.get(suite)
+        if name is None:
+            raise TaskError(
+                "--holdout runs a named suite's held-out split (dev or public); "
+                "do not pass a task file with it"
+            )
+        return SUITES / f"{name}.jsonl"
+    named = suite in HOLDOUTS or suite in HOLDOUTS.values()
+    path = SUITES / f"{suite}.jsonl" if named else Path(suite)
+    if any(path.resolve() == h.resolve() for h in held):
         raise TaskError("the held-out suite loads only with --holdout (run it once, at the end)")
     if not path.exists():
-        raise TaskError(f"{suite}: no such suite (use dev, --holdout, or a task file path)")
+        raise TaskError(f"{suite}: no such suite (use dev, public, --holdout, or a task file path)")
     return path

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wikiqa.agent import AgentResult, Answer, Citation, Output, Refusal, Retrieved, quotable_text
 from wikiqa.evals.graders import grade
@@ -36,9 +36,39 @@ class LabelledExample(BaseModel):
     note: str = ""
 
 
+class LabelError(ValueError):
+    """A label file is missing or malformed; the message names the file and line."""
+
+
+VERDICTS = frozenset({"pass", "fail", "n/a"})
+
+
 def load_labels(path: Path = LABELS) -> list[LabelledExample]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [LabelledExample.model_validate_json(line) for line in lines if line.strip()]
+    """Parse a label file (JSON lines); every problem names the file and line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise LabelError(f"{path}: cannot read label file: {err}") from err
+    examples, seen = [], set()
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            example = LabelledExample.model_validate_json(line)
+        except ValidationError as err:
+            e = err.errors()[0]
+            where = ".".join(str(p) for p in e["loc"])
+            raise LabelError(f"{path}:{lineno}: {where + ': ' if where else ''}{e['msg']}") from err
+        bad = {d: v for d, v in example.labels.items() if v not in VERDICTS}
+        if bad:
+            raise LabelError(f"{path}:{lineno}: labels must be pass, fail or n/a, got {bad}")
+        if example.id in seen:
+            raise LabelError(f"{path}:{lineno}: duplicate example id {example.id!r}")
+        seen.add(example.id)
+        examples.append(example)
+    if not examples:
+        raise LabelError(f"{path}: no labelled examples")
+    return examples
 
 
 def proposals(journal: Path) -> list[LabelledExample]:
@@ -112,15 +142,22 @@ def compare(
     examples: list[LabelledExample],
     source: WikiSource,
     judge: Judge | None = None,
-    suite: Path = SUITES / "dev.jsonl",
+    suite: Path | list[Path] = SUITES / "dev.jsonl",
 ) -> pd.DataFrame:
     """One row per example x labelled dimension: the human's verdict and the grader's."""
-    tasks = {t.id: t for t in load_tasks(suite)}
+    suites = suite if isinstance(suite, list) else [suite]
+    tasks = {t.id: t for path in suites for t in load_tasks(path)}
     rows = []
     for example in examples:
-        task = tasks[example.task_id]
+        task = tasks.get(example.task_id)
+        if task is None:
+            raise LabelError(
+                f"{example.id}: task {example.task_id!r} is not in {', '.join(map(str, suites))}"
+            )
         grades = {g.dimension: g for g in grade(task, _result(example, task, source), judge)}
         for dimension, human in example.labels.items():
+            if dimension not in grades:
+                raise LabelError(f"{example.id}: task {task.id!r} does not grade {dimension!r}")
             g = grades[dimension]
             rows.append(
                 {
@@ -131,6 +168,7 @@ def compare(
                     "grader": g.verdict,
                     "tier": g.tier,
                     "agree": g.verdict == human,
+                    "kind": example.answer.kind,
                     "note": example.note,
                 }
             )
@@ -149,3 +187,59 @@ def agreement(frame: pd.DataFrame) -> pd.DataFrame:
     decided = table["labelled"] - table["needs_judge"]
     table["rate_when_decided"] = (table["agree"] / decided.where(decided > 0)).round(3)
     return table
+
+
+def report(frame: pd.DataFrame) -> dict[str, Any]:
+    """What `wikiqa validate` prints: per dimension labelled / agree / needs_judge, the share of
+    rows the offline tier decided, and correctness false passes (grader pass, human fail) over
+    the examples labelled for correctness."""
+    dimensions = {
+        str(dim): {
+            "labelled": len(rows),
+            "agree": int(rows["agree"].sum()),
+            "needs_judge": int((rows["grader"] == "needs_judge").sum()),
+        }
+        for dim, rows in frame.groupby("dimension", sort=False)
+    }
+    correctness = frame[frame["dimension"] == "correctness"]
+    false_passes = int(((correctness["grader"] == "pass") & (correctness["human"] == "fail")).sum())
+    labelled = len(frame)
+    undecided = sum(d["needs_judge"] for d in dimensions.values())
+    return {
+        "dimensions": dimensions,
+        "examples": int(frame["example"].nunique()),
+        "decided": round((labelled - undecided) / labelled, 4) if labelled else None,
+        "correctness_false_passes": false_passes,
+        "correctness_labelled": len(correctness),
+    }
+
+
+def packet(examples: list[LabelledExample], source: WikiSource, suite: Path | list[Path]) -> str:
+    """Examples as a human labels them (markdown): the task, its reference and gold aliases, the
+    answer with its citations, and the full text of every article the answerer had fetched.
+    Nothing of the graders' verdicts is shown, so labels stay independent of them."""
+    suites = suite if isinstance(suite, list) else [suite]
+    tasks = {t.id: t for path in suites for t in load_tasks(path)}
+    out = []
+    for example in examples:
+        task = tasks[example.task_id]
+        result = _result(example, task, source)
+        answer = example.answer
+        lines = [
+            f"## {example.id}",
+            f"- task `{task.id}` ({task.category}); should refuse: {task.should_refuse}",
+            f"- question: {task.question}",
+            f"- reference answer: {task.reference_answer or '(none)'}",
+            f"- gold aliases: {task.answers or '(none)'}",
+            f"- expected sources: {task.expected_sources or '(none)'}",
+            f"- dimensions to label: {', '.join(task.dimensions)}",
+        ]
+        if isinstance(answer, Answer):
+            lines.append(f"- ANSWER: {answer.text}")
+            lines += [f'  - cites [{c.title}]: "{c.quote}"' for c in answer.citations]
+        else:
+            lines.append(f"- REFUSAL ({answer.reason_code}): {answer.reason}")
+        for item in result.retrieved:
+            lines += [f"- fetched [{item.title}]:", f"  > {item.text}"]
+        out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n"

@@ -17,6 +17,7 @@ from wikiqa.models.extractive import ExtractiveModel
 from wikiqa.models.prices import PRICE_NOTE, estimate_cost
 from wikiqa.models.protocol import (
     AssistantMessage,
+    CallOptions,
     Message,
     Model,
     ModelTurn,
@@ -55,6 +56,7 @@ __all__ = [
     "TOOLS",
     "AnthropicModel",
     "AssistantMessage",
+    "CallOptions",
     "CitationArg",
     "ExtractiveModel",
     "FetchArgs",

@@ -1,5 +1,8 @@
 """Claude through the anthropic SDK, with tool use and prompt caching.
 
+Judges' structured output goes through `output_config` (JSON schema); sampling parameters are
+never sent, because the current API version rejects them on every model.
+
 The SDK retries 429/5xx itself (`sdk_max_retries`); on top of that, rate-limited (429) and
 overloaded (529) answers, 5xx, timeouts and connection failures go through `wikiqa.retry`, which
 honours Retry-After, before the call is reported as `ModelUnavailable`.
@@ -16,6 +19,7 @@ import httpx2
 from wikiqa.config import Settings, reveal
 from wikiqa.models.protocol import (
     AssistantMessage,
+    CallOptions,
     Message,
     ModelTurn,
     ModelUnavailable,
@@ -128,7 +132,11 @@ class AnthropicModel:
         return f"anthropic:{self.model}"
 
     def __call__(
-        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
     ) -> ModelTurn:
         tool_params: list[dict[str, Any]] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
@@ -141,8 +149,17 @@ class AnthropicModel:
             "system": [{"type": "text", "text": system, "cache_control": _EPHEMERAL}],
             "messages": to_anthropic(messages),
         }
-        if tool_params:  # judges call without tools
+        if tool_params:
             request["tools"] = tool_params
+        # No sampling parameters: API version 2026-10-21 (the SDK 2.x default) answers 400 to
+        # temperature, top_p or top_k on every model, so `options.temperature` is not sent.
+        if options is not None and options.response_schema is not None:
+            request["output_config"] = {
+                "format": {
+                    "type": "json_schema",
+                    "schema": anthropic.transform_schema(options.response_schema),
+                }
+            }
         try:
             response = self.retry.call(lambda: self._create(request))
         except GaveUp as err:

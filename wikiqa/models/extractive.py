@@ -28,6 +28,7 @@ from typing import Literal
 
 from wikiqa.models.protocol import (
     AssistantMessage,
+    CallOptions,
     Message,
     ModelTurn,
     ToolCall,
@@ -99,7 +100,11 @@ class ExtractiveModel:
     # -- the policy -------------------------------------------------------------------------
 
     def __call__(
-        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
     ) -> ModelTurn:
         if self.delay:
             time.sleep(self.delay)

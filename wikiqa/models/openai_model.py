@@ -8,6 +8,7 @@ retried like the Anthropic provider's, then reported as `ModelUnavailable`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ import openai
 from wikiqa.config import Settings, reveal
 from wikiqa.models.protocol import (
     AssistantMessage,
+    CallOptions,
     Message,
     ModelTurn,
     ModelUnavailable,
@@ -101,6 +103,14 @@ def from_openai(response: Any) -> ModelTurn:
     )
 
 
+# OpenAI's reasoning models (o-series, gpt-5 onwards) accept only the default temperature.
+_REASONING = re.compile(r"^(?:o\d|gpt-(?:[5-9]|\d{2}))", re.IGNORECASE)
+
+
+def _reasoning(model: str) -> bool:
+    return _REASONING.match(model) is not None
+
+
 class OpenAIModel:
     def __init__(
         self,
@@ -138,7 +148,11 @@ class OpenAIModel:
         return f"openai:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
 
     def __call__(
-        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
     ) -> ModelTurn:
         request: dict[str, Any] = {
             "model": self.model,
@@ -158,6 +172,13 @@ class OpenAIModel:
                 for t in tools
             ]
             request["tool_choice"] = "auto"
+        if options is not None and options.temperature is not None and not _reasoning(self.model):
+            request["temperature"] = options.temperature
+        if options is not None and options.response_schema is not None:
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": options.schema_name, "schema": options.response_schema},
+            }
         try:
             return self.retry.call(lambda: from_openai(self._create(request)))
         except GaveUp as err:

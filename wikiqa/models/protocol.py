@@ -102,6 +102,20 @@ class ModelTurn(BaseModel):
     cached: bool = Field(False, description="Served from the response cache, not the model.")
 
 
+class CallOptions(BaseModel):
+    """What a caller may ask of one call beyond the conversation; None keeps the provider's
+    default. Judges ask for temperature 0 and a reply that matches their verdict schema; a
+    provider sends what its API accepts of these and ignores the rest."""
+
+    model_config = ConfigDict(frozen=True)
+
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    response_schema: dict[str, Any] | None = Field(
+        None, description="JSON schema of the reply, enforced where the provider supports it."
+    )
+    schema_name: str = Field("verdict", pattern=r"^[a-zA-Z0-9_-]{1,64}$")
+
+
 class ModelUnavailable(Exception):
     """The model API failed after retries (or refused to serve): an infrastructure error."""
 
@@ -133,5 +147,9 @@ class Model(Protocol):
         ...
 
     def __call__(
-        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
     ) -> ModelTurn: ...

@@ -17,6 +17,7 @@ from typing import Any
 
 from wikiqa.models.protocol import (
     AssistantMessage,
+    CallOptions,
     Message,
     ModelTurn,
     ModelUnavailable,
@@ -42,7 +43,11 @@ class ScriptedModel:
         return cls(turns, spec=f"scripted:{Path(path).name}")
 
     def __call__(
-        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
     ) -> ModelTurn:
         # The loop's own calls (always-retrieve) are assistant messages too; skip them.
         index = sum(

@@ -1,18 +1,33 @@
 """Correctness and completeness: the answer against the task's reference, in one judge call.
 
-Offline, the task's asserts decide: a negative assert that matches is a contradiction
-(correctness fails), positive asserts are the key points (completeness is their coverage). What
-the asserts leave undecided goes to judge B, or is reported `needs_judge`, never a default pass.
+Both pass only on positive evidence; what the offline tier cannot decide goes to judge B, or is
+reported `needs_judge`, never a default pass.
+- correctness (SimpleQA's correct / incorrect): *incorrect* when a negative assert matches (the
+  answer states what contradicts the reference) or, where the asked value is a date, year or
+  number, when it states another value of that kind and none of the gold ones, or when a short
+  answer (the value itself) is none of the gold ones; *correct* when it states one of the task's
+  `answers` aliases (`wikiqa.evals.aliases`); *not attempted* when it reads as a refusal;
+  otherwise undecided.
+- completeness: the positive asserts are the key points, and all must be covered; a task without
+  them passes when an alias is stated, and is undecided otherwise.
+A refusal asserts nothing (correctness n/a, SimpleQA's "not attempted") and covers nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from wikiqa.agent import AgentResult, Refusal
 from wikiqa.evals import asserts
+from wikiqa.evals.aliases import asked_kind, stated, values
+from wikiqa.evals.graders.calibration import soft_refusal
 from wikiqa.evals.graders.verdict import Grade
 from wikiqa.evals.judge import Judge
 from wikiqa.evals.tasks import Task
-from wikiqa.text import sentences
+from wikiqa.text import sentences, words
+
+UNDECIDED = "no alias stated and no contradiction found"
 
 
 def reference(task: Task, result: AgentResult, judge: Judge | None = None) -> list[Grade]:
@@ -22,7 +37,6 @@ def reference(task: Task, result: AgentResult, judge: Judge | None = None) -> li
         return []
     output = result.output
     if isinstance(output, Refusal):
-        # A clean refusal asserts nothing (correctness n/a) and covers no key point.
         grades = {
             "correctness": Grade(dimension="correctness", verdict="n/a", tier="code"),
             "completeness": Grade(
@@ -31,69 +45,159 @@ def reference(task: Task, result: AgentResult, judge: Judge | None = None) -> li
             ),
         }  # fmt: skip
         return [grades[d] for d in wanted]
-    checks = [(spec, *asserts.check(spec, output.text)) for spec in task.asserts]
-    positive = [(s, ok) for s, ok, _ in checks if not asserts.is_negative(s)]
-    negative = [(s, ok) for s, ok, _ in checks if asserts.is_negative(s)]
-    contradictions = [s for s, ok in negative if not ok]
-    covered = sum(ok for _, ok in positive)
-    grades = {}
-    if negative:
-        grades["correctness"] = Grade(
-            dimension="correctness",
-            verdict="fail" if contradictions else "pass",
-            tier="offline",
-            detail={"contradicting": [_contradiction(s, output.text) for s in contradictions],
-                    "asserts": [s for s, _ in negative]},
-        )  # fmt: skip
-    if positive:
-        grades["completeness"] = Grade(
-            dimension="completeness",
-            verdict="pass" if covered == len(positive) else "fail",
-            tier="offline",
-            fraction=round(covered / len(positive), 3),
-            detail={
-                "missing": [s for s, ok in positive if not ok],
-                "asserts": [s for s, _ in positive],
-            },
-        )
-    undecided = [d for d in wanted if d not in grades]
+    text = output.text
+    grades = {"correctness": _correctness(task, text), "completeness": _completeness(task, text)}
+    undecided = [d for d in wanted if grades[d].verdict == "needs_judge"]
     if undecided and judge is not None and task.reference_answer:
-        outcome = judge.reference(task.question, task.reference_answer, output.text)
-        if outcome.verdict is not None:
-            v = outcome.verdict
-            judged = {
-                "correctness": Grade(
-                    dimension="correctness", verdict=v.correctness, tier="judge",
-                    detail={"contradicting": [v.contradicting_claim] if v.contradicting_claim else [],
-                            "judge": outcome.transcript},
-                ),
-                "completeness": Grade(
-                    dimension="completeness", verdict=v.completeness, tier="judge",
-                    fraction=v.key_points_covered,
-                    detail={"missing": v.missing_points, "judge": outcome.transcript},
-                ),
-            }  # fmt: skip
-            grades |= {d: judged[d] for d in undecided}
-        else:
-            grades |= {
-                d: Grade(
-                    dimension=d,
-                    verdict="needs_judge",
-                    tier="judge",
-                    detail={"judge": outcome.transcript},
-                )
-                for d in undecided
-            }
-    for d in wanted:
-        grades.setdefault(
-            d,
-            Grade(dimension=d, verdict="needs_judge", tier="offline",
-                  detail={"reason": "no asserts decide this dimension and no judge is configured"}),
-        )  # fmt: skip
+        grades |= _judged(judge, task, text, undecided)
     return [grades[d] for d in wanted]
 
 
-def _contradiction(spec: str, answer: str) -> dict[str, str]:
+def _correctness(task: Task, text: str) -> Grade:
+    negative = [s for s in task.asserts if asserts.is_negative(s)]
+    contradicting = [s for s in negative if not asserts.check(s, text)[0]]
+    if contradicting:
+        return Grade(
+            dimension="correctness", verdict="fail", tier="offline",
+            detail={"outcome": "incorrect", "contradicting": [_claim(s, text) for s in contradicting]},
+        )  # fmt: skip
+    found = stated(text, task.answers)
+    if found:
+        doubt = _doubt(task, text)
+        if doubt:
+            return Grade(
+                dimension="correctness", verdict="needs_judge", tier="offline",
+                detail={"stated": found, "reason": doubt},
+            )  # fmt: skip
+        return Grade(
+            dimension="correctness", verdict="pass", tier="offline",
+            detail={"outcome": "correct", "stated": found},
+        )  # fmt: skip
+    if soft_refusal(text):
+        return Grade(
+            dimension="correctness", verdict="n/a", tier="offline",
+            detail={"outcome": "not_attempted", "reason": "the answer reads as a refusal"},
+        )  # fmt: skip
+    other = _other_value(task.answers, text) or _other_entity(task, text)
+    if other:
+        return Grade(
+            dimension="correctness", verdict="fail", tier="offline",
+            detail={"outcome": "incorrect", "other_value": other},
+        )  # fmt: skip
+    return Grade(
+        dimension="correctness", verdict="needs_judge", tier="offline",
+        detail={"reason": UNDECIDED if task.answers else "the task has no answers aliases"},
+    )  # fmt: skip
+
+
+def _other_value(answers: list[str], text: str) -> dict[str, Any] | None:
+    """The values of the asked kind the answer states instead, when it states some."""
+    kind = asked_kind(answers)
+    if kind is None:
+        return None
+    found = values(text)
+    instead = found[kind] | ({d[:4] for d in found["date"]} if kind == "year" else set())
+    instead -= {v for a in answers for v in values(a)[kind]}
+    return {"kind": kind, "stated": sorted(instead), "answers": answers} if instead else None
+
+
+SHORT = 6  # words: an answer this short is the value itself, not a sentence about it
+
+
+def _key_points(task: Task) -> list[str]:
+    return [s for s in task.asserts if not asserts.is_negative(s)]
+
+
+def _doubt(task: Task, text: str) -> str | None:
+    """Why a stated alias does not yet make the answer correct, if it does not.
+    - On a false-premise task, the alias may sit inside an answer that plays along ("the
+      Himalayas, the tallest range in Africa"); only an answer that denies something is read
+      as a correction.
+    - On a task with several key points, the other parts may be wrong ("Uganda; its capital
+      is Entebbe"), which no alias shows."""
+    if task.category == "adversarial" and not _NEGATION & set(words(text)):
+        return "states an alias but denies nothing of the false premise"
+    points = _key_points(task)
+    if len(points) > 1 and not all(asserts.check(s, text)[0] for s in points):
+        return "states an alias, but not every key point: the other parts may be wrong"
+    return None
+
+
+_NEGATION = frozenset({"not", "never", "no", "nobody", "none", "neither", "nor", "didn't",
+                       "doesn't", "isn't", "wasn't", "weren't", "aren't", "cannot", "can't"})  # fmt: skip
+
+
+def _other_entity(task: Task, text: str) -> dict[str, Any] | None:
+    """A short answer (the value itself) that states no gold form names another value:
+    incorrect. On a false-premise task a short answer that denies ("He never did.") may reject
+    the premise in words no alias foresaw, so only one without a negation is decided."""
+    if not task.answers or len(words(text)) > SHORT or len(sentences(text)) > 1:
+        return None
+    if task.category == "adversarial" and _NEGATION & set(words(text)):
+        return None
+    return {"kind": "short answer", "stated": text.strip(), "answers": task.answers}
+
+
+def _completeness(task: Task, text: str) -> Grade:
+    points = _key_points(task)
+    found = stated(text, task.answers)
+    if task.category == "adversarial" and not _NEGATION & set(words(text)):
+        # the key points may all be there inside an answer that accepts the premise
+        return Grade(
+            dimension="completeness", verdict="needs_judge", tier="offline",
+            detail={"reason": "denies nothing of the false premise"},
+        )  # fmt: skip
+    if len(points) == 1 and found:  # one key point, stated in one of its gold forms
+        return Grade(
+            dimension="completeness", verdict="pass", tier="offline", fraction=1.0,
+            detail={"stated": found, "asserts": points},
+        )  # fmt: skip
+    if points:
+        covered = [s for s in points if asserts.check(s, text)[0]]
+        return Grade(
+            dimension="completeness",
+            verdict="pass" if len(covered) == len(points) else "fail",
+            tier="offline",
+            fraction=round(len(covered) / len(points), 3),
+            detail={"missing": [s for s in points if s not in covered], "asserts": points},
+        )
+    if found:
+        return Grade(
+            dimension="completeness", verdict="pass", tier="offline", fraction=1.0,
+            detail={"stated": found},
+        )  # fmt: skip
+    return Grade(
+        dimension="completeness", verdict="needs_judge", tier="offline",
+        detail={"reason": "no key-point asserts, and no alias stated"},
+    )  # fmt: skip
+
+
+def _judged(judge: Judge, task: Task, text: str, undecided: Sequence[str]) -> dict[str, Grade]:
+    assert task.reference_answer is not None
+    outcome = judge.reference(task.question, task.reference_answer, text)
+    v = outcome.verdict
+    if v is None:
+        return {
+            d: Grade(dimension=d, verdict="needs_judge", tier="judge",
+                     detail={"judge": outcome.transcript})
+            for d in undecided
+        }  # fmt: skip
+    judged = {
+        "correctness": Grade(
+            dimension="correctness", verdict=v.correctness, tier="judge",
+            detail={"contradicting": [v.contradicting_claim] if v.contradicting_claim else [],
+                    "judge": outcome.transcript},
+        ),
+        "completeness": Grade(
+            dimension="completeness", verdict=v.completeness, tier="judge",
+            fraction=v.key_points_covered,
+            detail={"missing": v.missing_points, "judge": outcome.transcript},
+        ),
+    }  # fmt: skip
+    return {d: judged[d] for d in undecided}
+
+
+def _claim(spec: str, answer: str) -> dict[str, str]:
     _, value = asserts.parse(spec)
     needle = value.casefold()
     claim = next((s for s in sentences(answer) if needle and needle in s.casefold()), answer)

@@ -1,0 +1,129 @@
+"""`wikiqa suite import` and `wikiqa suite build`: task files from public question sets.
+
+`import` turns one public file into task lines, deciding against the snapshot which questions
+the offline default can be graded on; `build` runs the committed recipe that makes
+`experiments/suite/public.jsonl` and its held-out split. Both are deterministic for a seed; the
+importers are loaded inside the handlers so other commands start without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from wikiqa.cli.common import EXIT_USAGE, CliError, positive_int
+from wikiqa.sources import SnapshotError
+
+DATASETS = ("nq-open", "hotpotqa", "selfaware", "truthfulqa", "bipia")
+DEFAULT_SEED = 13
+
+
+def _leads(snapshot: Path | None, k: int) -> Any:
+    from wikiqa.evals.importers import Leads
+    from wikiqa.sources import SnapshotSource
+
+    try:
+        return Leads(SnapshotSource(snapshot), k=k)
+    except SnapshotError as err:
+        raise CliError(str(err)) from err
+
+
+def _targets(path: Path) -> list[Any]:
+    from wikiqa.evals import TaskError, load_tasks
+
+    try:
+        return load_tasks(path)
+    except TaskError as err:
+        raise CliError(str(err)) from err
+
+
+def cmd_suite_import(args: argparse.Namespace) -> int:
+    from wikiqa.evals import importers
+
+    if (args.dataset == "bipia") != (args.targets is not None):
+        raise CliError(
+            "--targets (a task file of factual NQ-open tasks) goes with bipia, and only bipia",
+            EXIT_USAGE,
+        )
+    targets = _targets(args.targets) if args.targets is not None else []
+    leads = _leads(args.snapshot, args.k)
+    readers = {
+        "nq-open": importers.import_nq_open,
+        "hotpotqa": importers.import_hotpotqa,
+        "selfaware": importers.import_selfaware,
+        "truthfulqa": importers.import_truthfulqa,
+    }
+    try:
+        if args.dataset == "bipia":
+            imported = importers.import_bipia(args.path, targets, leads, args.seed, args.limit)
+        else:
+            imported = readers[args.dataset](args.path, leads)
+        tasks = importers.take(imported.tasks, args.limit, args.seed)
+        importers.write_suite(tasks, args.out)
+    except importers.InputError as err:
+        raise CliError(str(err)) from err
+    print(imported.summary())
+    counts = ", ".join(
+        f"{c} {n}" for c, n in importers.Imported(imported.dataset, tasks).counts().items()
+    )
+    print(f"{args.out}: {len(tasks)} tasks ({counts}), seed {args.seed}")
+    return 0
+
+
+def cmd_suite_build(args: argparse.Namespace) -> int:
+    from wikiqa.evals import SUITES, importers
+
+    out_dir: Path = args.out_dir or SUITES
+    leads = _leads(args.snapshot, args.k)
+    try:
+        built = importers.build_public(args.benchmarks, leads, args.seed)
+        importers.write_suite(built.public, out_dir / "public.jsonl")
+        importers.write_suite(built.holdout, out_dir / "public_holdout.jsonl")
+    except importers.InputError as err:
+        raise CliError(str(err)) from err
+    for imported in built.imports:
+        print(imported.summary())
+    for name, tasks in (("public.jsonl", built.public), ("public_holdout.jsonl", built.holdout)):
+        counts = ", ".join(
+            f"{c} {n}" for c, n in importers.Imported("", list(tasks)).counts().items()
+        )
+        print(f"{out_dir / name}: {len(tasks)} tasks ({counts})")
+    print(f"snapshot sha256 {leads.snapshot.sha256[:16]}, seed {args.seed}")
+    return 0
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"sampling seed (default {DEFAULT_SEED})"
+    )
+    p.add_argument(
+        "--snapshot", type=Path, default=None, help="snapshot file (default: the pinned one)"
+    )
+    p.add_argument(
+        "--k", type=positive_int, default=5, help="BM25 hits an answer may sit in (default 5)"
+    )
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    suite = sub.add_parser("suite", help="build task files from public question sets")
+    suite_sub = suite.add_subparsers(dest="suite_command", required=True, metavar="ACTION")
+    imp = suite_sub.add_parser("import", help="one public set -> task lines")
+    imp.add_argument("dataset", choices=DATASETS)
+    imp.add_argument("path", type=Path, help="the set's data file (bipia: a file or its folder)")
+    imp.add_argument("--out", type=Path, required=True, help="task file to write")
+    imp.add_argument(
+        "--limit", type=positive_int, default=None, help="keep N tasks (seeded, by category)"
+    )
+    imp.add_argument(
+        "--targets", type=Path, default=None, help="bipia: task file with factual NQ-open tasks"
+    )
+    _add_common(imp)
+    imp.set_defaults(func=cmd_suite_import)
+    build = suite_sub.add_parser("build", help="rebuild public.jsonl and public_holdout.jsonl")
+    build.add_argument("benchmarks", type=Path, help="the public sets' folder (SOURCES.md)")
+    build.add_argument(
+        "--out-dir", type=Path, default=None, help="where to write (default: experiments/suite)"
+    )
+    _add_common(build)
+    build.set_defaults(func=cmd_suite_build)

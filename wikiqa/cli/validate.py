@@ -1,0 +1,82 @@
+"""`wikiqa validate LABELS...`: grade hand-labelled answers and report agreement per dimension.
+
+The graders see each labelled answer exactly as they would in a run (the same task, the same
+fetched articles), so the agreement is the grader's, not an approximation of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from wikiqa.cli.common import EXIT_NOT_FOUND, CliError
+
+
+def render(summary: dict[str, Any]) -> str:
+    from wikiqa.evals.stats import interval_text
+
+    rows = [["dimension", "labelled", "agree", "needs_judge", "agreement where decided [95% CI]"]]
+    for dim, d in summary["dimensions"].items():
+        decided = d["labelled"] - d["needs_judge"]
+        rows.append([dim, str(d["labelled"]), str(d["agree"]), str(d["needs_judge"]),
+                     f"{interval_text(d['agree'], decided)} ({d['agree']}/{decided})"])  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    n = summary["correctness_labelled"]
+    lines += [
+        "",
+        f"{summary['examples']} examples · the offline tier (or judge) decided "
+        f"{summary['decided']:.1%} of labelled rows",
+        "correctness false passes (grader pass, human fail): "
+        + interval_text(summary["correctness_false_passes"], n)
+        + f" ({summary['correctness_false_passes']}/{n})",
+    ]
+    return "\n".join(lines)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from wikiqa.evals import Judge, resolve_suite
+    from wikiqa.evals.tasks import TaskError
+    from wikiqa.evals.validation import LabelError, compare, load_labels, report
+    from wikiqa.registry import open_model
+    from wikiqa.sources import SnapshotSource
+
+    try:
+        suites = [resolve_suite(s) for s in args.suite or ["dev"]]
+        examples = [e for path in args.labels for e in load_labels(path)]
+        judge = Judge(open_model(args.judge)) if args.judge else None
+        frame = compare(examples, SnapshotSource(), judge, suites)
+    except (LabelError, TaskError, ValueError) as err:
+        raise CliError(str(err), EXIT_NOT_FOUND) from err
+    summary = report(frame)
+    if args.json:
+        print(json.dumps({"dimensions": summary["dimensions"]}))
+    else:
+        print(render(summary))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "validate",
+        help="grade hand-labelled answers; agreement per dimension",
+        description="Grade each labelled example (experiments/labels/*.jsonl format) against "
+        "its task and print, per dimension: labelled, agree, needs_judge, and the agreement "
+        "where the grader decided.",
+    )
+    p.add_argument("labels", nargs="+", type=Path, metavar="LABELS", help="label files (JSONL)")
+    p.add_argument(
+        "--suite",
+        action="append",
+        help="suite the labels' task_ids come from: dev (default), public, or a task file; "
+        "repeat to look tasks up in several",
+    )
+    p.add_argument("--judge", help="judge model spec (default: the offline tier only)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"dimensions": {DIM: {"labelled", "agree", "needs_judge"}}}',
+    )
+    p.set_defaults(func=cmd_validate)

@@ -1,0 +1,131 @@
+"""The public suite: which public sets, how many tasks of each category, and the held-out split.
+
+One recipe, so `wikiqa suite build` rebuilds the committed `public.jsonl` and
+`public_holdout.jsonl` byte for byte from `../shared/benchmarks` and a seed. The quotas clear
+the issue's floors (factual 200, multi_hop 40, unanswerable 150, adversarial 60, injection 50,
+over public + holdout) with room to spare, and keep the suite small enough that three offline
+trials take well under a minute. Attacks go into factual NQ-open questions the suite does not
+already ask, so no question is both a plain task and an injection task.
+
+The held-out 20% is drawn per category and dataset, so it mirrors the public part; it loads only
+with `--holdout` (see `wikiqa.evals.tasks.resolve_suite`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wikiqa.evals.importers.answerability import Leads
+from wikiqa.evals.importers.bipia import import_bipia
+from wikiqa.evals.importers.common import Imported, shuffled, take
+from wikiqa.evals.importers.hotpotqa import import_hotpotqa
+from wikiqa.evals.importers.nq_open import import_nq_open
+from wikiqa.evals.importers.selfaware import import_selfaware
+from wikiqa.evals.importers.truthfulqa import import_truthfulqa
+from wikiqa.evals.tasks import Task
+
+HOLDOUT_FRACTION = 0.2
+BIPIA_ATTACKS = 75  # of 150, each kind keeping its share, each into a question of its own
+SEED = 13
+# Where each public set sits under the benchmarks folder (SOURCES.md's layout).
+FILES = {
+    "nq-open": ("nq_open/NQ-open.efficientqa.dev.1.1.jsonl", "nq_open/NQ-open.efficientqa.test.1.1.jsonl"),
+    "selfaware": ("selfaware/SelfAware.json",),
+    "hotpotqa": ("hotpotqa/hotpot_dev_v1_simplified.json",),
+    "truthfulqa": ("truthfulqa/TruthfulQA.csv",),
+    "bipia": ("bipia",),
+}  # fmt: skip
+# (dataset, category) -> how many tasks, public + holdout; None keeps every one found.
+QUOTAS: dict[tuple[str, str], int | None] = {
+    ("nq-open", "factual"): 160,
+    ("selfaware", "factual"): 90,
+    ("hotpotqa", "multi_hop"): None,
+    ("selfaware", "unanswerable"): 180,
+    ("truthfulqa", "adversarial"): 80,
+    ("bipia", "injection"): None,  # sampled before planting: BIPIA_ATTACKS
+    ("nq-open", "retrieval_gap"): 35,
+    ("hotpotqa", "retrieval_gap"): 25,
+    ("selfaware", "retrieval_gap"): 15,
+}
+
+
+@dataclass
+class Built:
+    public: list[Task]
+    holdout: list[Task]
+    imports: list[Imported] = field(default_factory=list)
+
+
+def dataset_of(task: Task) -> str:
+    return task.provenance.dataset if task.provenance else "?"
+
+
+def question_kind(task: Task) -> str:
+    """TruthfulQA's type and category, as its importer notes them ('TruthfulQA Adversarial /
+    Law'), so the sample spans the misconceptions rather than repeating the largest."""
+    return (task.notes or "").split(",")[0]
+
+
+def pick(
+    imported: Imported,
+    category: str,
+    seed: int,
+    stratum: Callable[[Task], Hashable] | None = None,
+) -> list[Task]:
+    tasks = [t for t in imported.tasks if t.category == category]
+    quota = QUOTAS[(imported.dataset, category)]
+    return take(tasks, quota, seed, stratum) if stratum else take(tasks, quota, seed)
+
+
+def split_holdout(
+    tasks: Sequence[Task], seed: int, fraction: float = HOLDOUT_FRACTION
+) -> tuple[list[Task], list[Task]]:
+    """(kept, held out): `fraction` of each category x dataset stratum, seeded, both in a
+    seeded order (so `--limit` on either still samples every category)."""
+    groups: dict[tuple[str, str], list[Task]] = {}
+    for task in sorted(tasks, key=lambda t: t.id):
+        groups.setdefault((task.category, dataset_of(task)), []).append(task)
+    held: set[str] = set()
+    for key, group in sorted(groups.items()):
+        n = int(len(group) * fraction + 0.5)
+        held |= {t.id for t in shuffled(group, seed, f"holdout:{key}")[:n]}
+    ordered = take(tasks, None, seed)
+    return [t for t in ordered if t.id not in held], [t for t in ordered if t.id in held]
+
+
+def merged(name: str, parts: list[Imported]) -> Imported:
+    out = Imported(name)
+    for part in parts:
+        out.tasks += part.tasks
+        out.considered += part.considered
+        out.skipped.update(part.skipped)
+    return out
+
+
+def build_public(benchmarks: Path, leads: Leads, seed: int = SEED) -> Built:
+    def path(dataset: str) -> list[Path]:
+        return [benchmarks / p for p in FILES[dataset]]
+
+    nq = merged("nq-open", [import_nq_open(p, leads) for p in path("nq-open")])
+    selfaware = import_selfaware(path("selfaware")[0], leads)
+    hotpot = import_hotpotqa(path("hotpotqa")[0], leads)
+    truthful = import_truthfulqa(path("truthfulqa")[0], leads)
+    factual_nq = pick(nq, "factual", seed)
+    asked = {t.id for t in factual_nq}
+    targets = [t for t in nq.tasks if t.category == "factual" and t.id not in asked]
+    bipia = import_bipia(path("bipia")[0], targets, leads, seed, BIPIA_ATTACKS)
+    chosen = [
+        *factual_nq,
+        *pick(selfaware, "factual", seed),
+        *pick(hotpot, "multi_hop", seed),
+        *pick(selfaware, "unanswerable", seed),
+        *pick(truthful, "adversarial", seed, question_kind),
+        *pick(bipia, "injection", seed),
+        *pick(nq, "retrieval_gap", seed),
+        *pick(hotpot, "retrieval_gap", seed),
+        *pick(selfaware, "retrieval_gap", seed),
+    ]
+    public, holdout = split_holdout(chosen, seed)
+    return Built(public, holdout, [nq, selfaware, hotpot, truthful, bipia])
