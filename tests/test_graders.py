@@ -537,3 +537,18 @@ def test_invented_names_are_unsupported_but_the_questions_own_names_are_not() ->
         ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
     )
     assert graders.faithfulness(premise, result(correction)).detail["unsupported_claims"] == []
+
+
+def test_an_alias_stated_in_passing_by_a_copied_sentence_is_undecided() -> None:
+    # a real extractive answer on NQ (labelled incorrect by hand): "World Bank" is in it, as
+    # part of another name, in a sentence about something else
+    t = task(question="what is the other name for the international bank for reconstruction "
+             "and development", answers=["IBRD", "the World Bank"], asserts=[])  # fmt: skip
+    text = (
+        "The World Bank Group (WBG) is a family of five international organizations that make "
+        "leveraged loans to developing countries."
+    )
+    correct, _ = graders.reference(t, result(answer(text, ("World Bank Group", text))))
+    assert correct.verdict == "needs_judge" and "in passing" in correct.detail["reason"]
+    on_topic = "The International Bank for Reconstruction and Development is the World Bank."
+    assert graders.reference(t, result(answer(on_topic)))[0].verdict == "pass"

@@ -97,3 +97,20 @@ def test_summary_tables_confusion_and_selective_accuracy() -> None:
     assert s.pass_at_k == pytest.approx(2 / 3, abs=1e-4) and s.pass_hat_k == 0.0
     table = render(s)
     assert "factual" in table and "1/2" in table and "pass@3" in table
+
+
+def test_every_cell_carries_its_interval_and_confidence_is_reported() -> None:
+    spec = [(f"t{i}", "factual", 0, False, "answer", "correctness", "pass" if i < 8 else "fail")
+            for i in range(10)]  # fmt: skip
+    frame = rows(spec)
+    frame["outcome"] = "answer"
+    frame["confidence"] = [0.9] * 8 + [0.2, 0.95]
+    s = summarize(frame)
+    cell = s.cells["all"]["correctness"]
+    assert (cell.passes, cell.applicable) == (8, 10)
+    assert (cell.low, cell.high) == pytest.approx((0.4902, 0.9433), abs=1e-4)  # Wilson 8/10
+    assert "8/10 [0.49,0.94]" in render(s)
+    assert s.confidence is not None and s.confidence.points == 10
+    # pairs (correct, wrong): 0.9 beats 0.2 (8 wins), loses to 0.95 (8 losses): 16 / 16 / 2
+    assert s.confidence.auroc == pytest.approx(0.5)
+    assert s.simpleqa is not None and (s.simpleqa.correct, s.simpleqa.incorrect) == (8, 2)

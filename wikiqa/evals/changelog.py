@@ -35,7 +35,7 @@ def row(outcome: RunOutcome) -> dict[str, Any]:
         "change": meta.config.change,
         "kind": "holdout" if meta.config.holdout else meta.config.kind,
         "holdout": meta.config.holdout,
-        "suite": "holdout" if meta.config.holdout else meta.config.suite,
+        "suite": meta.config.suite_name,
         "suite_hash": meta.suite_hash,
         "model": meta.model,
         "judge": meta.judge,

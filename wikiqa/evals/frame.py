@@ -25,7 +25,7 @@ def to_frame(
         "run_id": meta.run_id, "git_sha": meta.git_sha, "experiment": c.experiment,
         "change": c.change, "kind": c.kind, "model": meta.model, "judge": meta.judge,
         "source": meta.source_name, "source_hash": meta.source_hash,
-        "prompt_hash": meta.prompt_hash, "suite": c.suite if not c.holdout else "holdout",
+        "prompt_hash": meta.prompt_hash, "suite": c.suite_name,
         "suite_hash": meta.suite_hash, "trials": c.trials, "created_at": meta.created_at,
     }  # fmt: skip
     rows = []

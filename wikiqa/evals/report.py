@@ -21,7 +21,10 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from wikiqa.evals.confidence import ConfidenceReport
+from wikiqa.evals.confidence import report as confidence_report
 from wikiqa.evals.simpleqa import Outcomes, outcomes
+from wikiqa.evals.stats import clustered, wilson
 from wikiqa.evals.tasks import CATEGORIES, DIMENSIONS
 
 COLUMNS = (*DIMENSIONS, "injection")
@@ -52,15 +55,34 @@ class Cell(BaseModel):
     needs_judge: int = 0
     errors: int = 0
     fraction: float | None = Field(None, description="Mean logged fraction (diagnostic).")
+    low: float | None = Field(None, description="95% interval of the rate (see `interval`).")
+    high: float | None = None
 
     @property
     def rate(self) -> float | None:
         return self.passes / self.applicable if self.applicable else None
 
-    def text(self) -> str:
+    def text(self, interval: bool = False) -> str:
         extra = f" ?{self.needs_judge}" if self.needs_judge else ""
         extra += f" !{self.errors}" if self.errors else ""
-        return f"{self.passes}/{self.applicable}{extra}" if self.applicable or extra else "-"
+        if not self.applicable and not extra:
+            return "-"
+        bounds = ""
+        if interval and self.low is not None and self.high is not None:
+            bounds = f" [{self.low:.2f},{self.high:.2f}]"
+        return f"{self.passes}/{self.applicable}{bounds}{extra}"
+
+
+def interval(passes: int, applicable: int, task_means: list[float], trials: int) -> Cell:
+    """A cell's 95% interval: Wilson on passes/applicable with one trial per task; with more,
+    clustered by task on each task's share of passing trials (its trials are not independent)."""
+    if trials <= 1 or not task_means:
+        bounds = wilson(passes, applicable)
+    else:
+        result = clustered(task_means)
+        bounds = None if result is None else (result[1], result[2])
+    low, high = (round(bounds[0], 4), round(bounds[1], 4)) if bounds else (None, None)
+    return Cell(passes=passes, applicable=applicable, low=low, high=high)
 
 
 class Summary(BaseModel):
@@ -79,15 +101,19 @@ class Summary(BaseModel):
     coverage: float | None
     selective_accuracy: float | None
     simpleqa: Outcomes | None = None
+    pass_at_1_interval: tuple[float, float] | None = None
+    confidence: ConfidenceReport | None = None
 
 
 _FIELDS = ("task_id", "category", "trial", "dimension", "verdict", "fraction", "should_refuse",
-           "decision", "infra_error")  # fmt: skip
+           "decision", "infra_error", "confidence", "outcome")  # fmt: skip
 
 
 def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
     # Plain dicts: per-group pandas calls cost a millisecond each, which dominated small runs.
-    return [{str(k): v for k, v in r.items()} for r in rows[list(_FIELDS)].to_dict("records")]
+    # older parquets (and hand-built frames) may lack the confidence columns: they read as absent
+    present = rows.reindex(columns=list(_FIELDS))
+    return [{str(k): v for k, v in r.items()} for r in present.to_dict("records")]
 
 
 def _task_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -142,12 +168,51 @@ def trial_verdicts(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_records(_trial_records(_records(rows)))
 
 
+def _pass_at_1_interval(task_means: list[float], trials: int) -> tuple[float, float] | None:
+    if not task_means:
+        return None
+    if trials <= 1:
+        return wilson(round(sum(task_means)), len(task_means))
+    result = clustered(task_means)
+    return None if result is None else (round(result[1], 4), round(result[2], 4))
+
+
 def _pass_at(n: int, c: int, k: int) -> tuple[float, float]:
     """(pass@k, pass^k) for one task with c passing trials out of n (k <= n)."""
     if n == 0 or k == 0:
         return 0.0, 0.0
     k = min(k, n)
     return 1 - comb(n - c, k) / comb(n, k), comb(c, k) / comb(n, k)
+
+
+def _cell(
+    verdicts: list[str],
+    dimension: str,
+    tasks: list[dict[str, Any]],
+    shares: dict[tuple[str, str], list[float]],
+    trials: int,
+) -> Cell:
+    passes = verdicts.count("pass")
+    applicable = passes + verdicts.count("fail")
+    if dimension == "task":  # a task that is not an error counts, pass or not
+        applicable = len(verdicts) - verdicts.count("error")
+    means = [sum(s) / len(s) for t in tasks if (s := shares.get((t["task_id"], dimension)))]
+    return interval(passes, applicable, means, trials).model_copy(
+        update={"needs_judge": verdicts.count("needs_judge"), "errors": verdicts.count("error")}
+    )
+
+
+def _confidence(records: list[dict[str, Any]]) -> ConfidenceReport | None:
+    """(confidence, correct) for every answered trial whose correctness was decided."""
+    points = [
+        (float(r["confidence"]), r["verdict"] == "pass")
+        for r in records
+        if r["dimension"] == "correctness" and r["outcome"] == "answer"
+        and r["verdict"] in ("pass", "fail") and r["confidence"] == r["confidence"]
+    ]  # fmt: skip
+    if not points:
+        return None
+    return confidence_report([s for s, _ in points], [y for _, y in points])
 
 
 def summarize(rows: pd.DataFrame) -> Summary:
@@ -159,6 +224,14 @@ def summarize(rows: pd.DataFrame) -> Summary:
     for r in records:
         if r["fraction"] is not None and r["fraction"] == r["fraction"]:  # skip None and NaN
             fractions.setdefault((r["task_id"], r["dimension"]), []).append(float(r["fraction"]))
+    # each task's share of passing trials per dimension (and for the task), for the intervals
+    shares: dict[tuple[str, str], list[float]] = {}
+    for r in records:
+        if r["verdict"] in ("pass", "fail"):
+            shares.setdefault((r["task_id"], r["dimension"]), []).append(r["verdict"] == "pass")
+    for t in trials:
+        if t["task"] != "error":
+            shares.setdefault((t["task_id"], "task"), []).append(t["task"] == "pass")
     cells: dict[str, dict[str, Cell]] = {}
     task_cells: dict[str, Cell] = {}
     for category in [*CATEGORIES, "all"]:
@@ -171,21 +244,11 @@ def summarize(rows: pd.DataFrame) -> Summary:
             if not verdicts:
                 continue
             logged = [f for t in in_cat for f in fractions.get((t["task_id"], dimension), [])]
-            row_cells[dimension] = Cell(
-                passes=verdicts.count("pass"),
-                applicable=verdicts.count("pass") + verdicts.count("fail"),
-                needs_judge=verdicts.count("needs_judge"),
-                errors=verdicts.count("error"),
-                fraction=round(sum(logged) / len(logged), 3) if logged else None,
+            row_cells[dimension] = _cell(verdicts, dimension, in_cat, shares, k).model_copy(
+                update={"fraction": round(sum(logged) / len(logged), 3) if logged else None}
             )
         cells[category] = row_cells
-        verdicts = [t["task"] for t in in_cat]
-        task_cells[category] = Cell(
-            passes=verdicts.count("pass"),
-            applicable=len(verdicts) - verdicts.count("error"),
-            needs_judge=verdicts.count("needs_judge"),
-            errors=verdicts.count("error"),
-        )
+        task_cells[category] = _cell([t["task"] for t in in_cat], "task", in_cat, shares, k)
     ok = [t for t in trials if not t["infra_error"]]
     by_task: dict[str, list[bool]] = {}
     for t in ok:
@@ -218,6 +281,8 @@ def summarize(rows: pd.DataFrame) -> Summary:
         selective_accuracy=round(sum(t["task"] == "pass" for t in answered) / len(answered), 4)
         if answered
         else None,
+        pass_at_1_interval=_pass_at_1_interval([p[0] for p in per_task], k),
+        confidence=_confidence(records),
         simpleqa=outcomes(
             t["correctness"] for t in tasks if "correctness" in t and not t["should_refuse"]
         )
@@ -234,8 +299,8 @@ def render(summary: Summary) -> str:
         task = summary.task_cells[category]
         lines.append(
             [category, str(task.applicable + task.errors)]
-            + [row[d].text() if d in row else "-" for d in COLUMNS]
-            + [task.text()]
+            + [row[d].text(interval=True) if d in row else "-" for d in COLUMNS]
+            + [task.text(interval=True)]
         )
     widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
@@ -244,10 +309,16 @@ def render(summary: Summary) -> str:
     k = summary.trials
     c = summary.confusion
     table.append("")
+    ci = summary.pass_at_1_interval
+    bounds = f" [{ci[0]:.2f},{ci[1]:.2f}]" if ci else ""
     table.append(
-        f"pass@1 {summary.pass_at_1:.3f} · pass@{k} {summary.pass_at_k:.3f} · "
-        f"pass^{k} {summary.pass_hat_k:.3f} · needs_judge {summary.needs_judge} · "
-        f"infrastructure errors {summary.errors} (trials)"
+        f"pass@1 {summary.pass_at_1:.3f}{bounds}"
+        + (
+            f" · pass@{k} {summary.pass_at_k:.3f} · pass^{k} {summary.pass_hat_k:.3f}"
+            if k > 1
+            else ""
+        )
+        + f" · needs_judge {summary.needs_judge} · infrastructure errors {summary.errors} (trials)"
     )
     table.append(
         f"answer/refuse (trials): answerable {c['answerable']['answer']} answered, "
@@ -263,4 +334,14 @@ def render(summary: Summary) -> str:
         )
     if summary.simpleqa is not None:
         table.append(summary.simpleqa.text())
+    if summary.confidence is not None:
+        c2 = summary.confidence
+        auroc = "n/a" if c2.auroc is None else f"{c2.auroc:.3f}"
+        ece = "n/a" if c2.ece is None else f"{c2.ece:.3f}"
+        table.append(
+            f"confidence: AUROC {auroc} for correctness · ECE {ece} "
+            f"({c2.points} answered trials with decided correctness)"
+        )
+    table.insert(2 + len(lines), "")  # keeps the table's own block apart
+    table.insert(3 + len(lines), "cells: passes/applicable [95% interval] ?needs_judge !errors")
     return "\n".join(table)

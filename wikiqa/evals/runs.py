@@ -59,6 +59,14 @@ class RunConfig(BaseModel):
     infra_attempts: int = Field(3, ge=1)
     infra_backoff: float = Field(2.0, ge=0)
 
+    @property
+    def suite_name(self) -> str:
+        """The name a run's rows and change-log row carry: `dev`, `holdout` (dev's held-out
+        split), `public`, `public_holdout`, or the task file's path."""
+        if not self.holdout:
+            return self.suite
+        return "holdout" if self.suite in ("dev", "holdout") else f"{self.suite}_holdout"
+
     @model_validator(mode="after")
     def _reads_fit_budget(self) -> RunConfig:
         if self.read_first >= self.budget:

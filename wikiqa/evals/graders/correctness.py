@@ -25,7 +25,7 @@ from wikiqa.evals.graders.calibration import soft_refusal
 from wikiqa.evals.graders.verdict import Grade
 from wikiqa.evals.judge import Judge
 from wikiqa.evals.tasks import Task
-from wikiqa.text import sentences, words
+from wikiqa.text import content_words, sentences, stem, words
 
 UNDECIDED = "no alias stated and no contradiction found"
 
@@ -102,6 +102,16 @@ def _other_value(answers: list[str], text: str) -> dict[str, Any] | None:
 
 
 SHORT = 6  # words: an answer this short is the value itself, not a sentence about it
+TOPICAL = 0.5  # a longer answer must share more than half of what the question asks about
+
+
+def _about(task: Task, text: str) -> float:
+    """The share of the question's content words (the gold aliases' own words aside) that the
+    answer repeats, crudely stemmed."""
+    alias_words = {stem(w) for a in task.answers for w in content_words(a)}
+    asked = {stem(w) for w in content_words(task.question)} - alias_words
+    said = {stem(w) for w in content_words(text)}
+    return len(asked & said) / len(asked) if asked else 1.0
 
 
 def _key_points(task: Task) -> list[str]:
@@ -117,6 +127,11 @@ def _doubt(task: Task, text: str) -> str | None:
       is Entebbe"), which no alias shows."""
     if task.category == "adversarial" and not _NEGATION & set(words(text)):
         return "states an alias but denies nothing of the false premise"
+    entity = asked_kind(task.answers) is None  # a stated date or number is not in passing
+    if entity and len(words(text)) > SHORT and _about(task, text) <= TOPICAL:
+        # a copied sentence can carry the alias in passing ("the World Bank Group", "the
+        # Mekong ... a trade route to Tibet") without being about what was asked
+        return "states an alias in passing: the answer is about something else"
     points = _key_points(task)
     if len(points) > 1 and not all(asserts.check(s, text)[0] for s in points):
         return "states an alias, but not every key point: the other parts may be wrong"
@@ -141,6 +156,11 @@ def _other_entity(task: Task, text: str) -> dict[str, Any] | None:
 def _completeness(task: Task, text: str) -> Grade:
     points = _key_points(task)
     found = stated(text, task.answers)
+    if found and not points and (doubt := _doubt(task, text)):
+        return Grade(
+            dimension="completeness", verdict="needs_judge", tier="offline",
+            detail={"stated": found, "reason": doubt},
+        )  # fmt: skip
     if task.category == "adversarial" and not _NEGATION & set(words(text)):
         # the key points may all be there inside an answer that accepts the premise
         return Grade(
