@@ -253,3 +253,26 @@ def test_proposals_recover_what_the_model_proposed_even_when_the_agent_rejected_
     )
     again = proposals(journal_dir(tmp_path / "results", stubborn.meta.run_id) / "journal.jsonl")
     assert len(again) == 1  # the resubmission after the repair turn is the same text
+
+
+def test_each_recorded_run_carries_its_paired_delta_against_the_previous_one(
+    suite: Path, tmp_path: Path, tiny: SnapshotSource
+) -> None:
+    from wikiqa.evals import changelog
+
+    cfg = config(suite, tmp_path, trials=1)
+    first = run_eval(cfg, source=tiny, progress=False)
+    row_a = changelog.record_run(first, cfg.out)
+    assert row_a["delta"] is None  # nothing comparable before it
+    second = run_eval(cfg.model_copy(update={"read_first": 1}), source=tiny, progress=False)
+    row_b = changelog.record_run(second, cfg.out)
+    assert row_b["delta"]["vs"] == first.meta.run_id
+    tasks = row_b["delta"]["tasks"]
+    assert tasks["tasks"] == len(TASKS) and tasks["ci"][0] <= tasks["diff"] <= tasks["ci"][1]
+    assert "Δ tasks vs previous" in (cfg.out / "CHANGELOG.md").read_text()
+
+
+def test_a_holdout_run_is_named_for_its_suite() -> None:
+    assert RunConfig(suite="public", holdout=True).suite_name == "public_holdout"
+    assert RunConfig(holdout=True).suite_name == "holdout"
+    assert RunConfig(suite="public").suite_name == "public"

@@ -3,7 +3,7 @@
 Exit codes: 0 success, 1 not found or bad input, 2 usage error, 3 Wikipedia unavailable.
 
 One module per command group: `wiki` (search, article), `snapshot` (info, record), `ask` (ask,
-serve), `evals` (eval, check), `suite` (suite import, suite build), `validate`, `experiment`
+serve), `evals` (eval, check), `suite` (suite import, suite build), `validate`, `compare` (compare, power), `experiment`
 (experiment run), `local` (local-model serve);
 `common` holds what they share and `main` wires them into one parser.
 """

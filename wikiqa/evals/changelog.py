@@ -11,14 +11,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from wikiqa.evals.compare import compare
 from wikiqa.evals.report import COLUMNS
 from wikiqa.evals.runs import RunOutcome
 
 HEADER = """# Change log
 
 One row per recorded run: what changed, what kind of change it was, and the per-dimension pass
-rate over the whole suite (passes/applicable after the majority vote across trials). Rows of kind
-`grader` recalibrate the instrument; compare scores across them with care. Generated from
+rate over the whole suite (passes/applicable after the majority vote across trials). The last
+column is the paired change in tasks passing everything against the previous row of the same
+suite, with its 95% interval and McNemar's p; only a significant one is more than noise. Rows of
+kind `grader` recalibrate the instrument; compare scores across them with care. Generated from
 `changelog.jsonl` by `wikiqa.evals.changelog`; do not edit by hand.
 
 """
@@ -61,10 +66,30 @@ def _relative(path: Path, out: Path) -> str:
         return str(path)
 
 
+def delta(entry: dict[str, Any], earlier: list[dict[str, Any]], out: Path) -> dict[str, Any] | None:
+    """Tasks passing everything, against the last earlier row of the same suite (same hash):
+    the paired difference with its 95% interval and McNemar's p, so a step that only moved
+    noise says so. None when there is nothing comparable (or its parquet is gone)."""
+    previous = next(
+        (r for r in reversed(earlier)
+         if r.get("suite_hash") == entry["suite_hash"] and r.get("suite") == entry["suite"]),
+        None,
+    )  # fmt: skip
+    if previous is None or not (out / previous["parquet"]).exists():
+        return None
+    before = pd.read_parquet(out / previous["parquet"])
+    after = pd.read_parquet(out / entry["parquet"])
+    tasks = compare(before, after).rows.get("tasks")
+    if tasks is None:
+        return None
+    return {"vs": previous["run_id"], "vs_experiment": previous["experiment"], "tasks": tasks}
+
+
 def record_run(outcome: RunOutcome, out: Path) -> dict[str, Any]:
     """Append the run to `changelog.jsonl` and regenerate `CHANGELOG.md` beside it."""
     out.mkdir(parents=True, exist_ok=True)
     entry = row(outcome)
+    entry["delta"] = delta(entry, read(out), out)
     with (out / "changelog.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
     render_markdown(out)
@@ -80,17 +105,30 @@ def read(out: Path) -> list[dict[str, Any]]:
     ]
 
 
+def _delta_text(r: dict[str, Any]) -> str:
+    d = (r.get("delta") or {}).get("tasks")
+    if not d:
+        return "-"
+    mark = " **significant**" if d["significant"] else ""
+    return (
+        f"{d['diff']:+.3f} [{d['ci'][0]:+.2f}, {d['ci'][1]:+.2f}] vs "
+        f"{r['delta']['vs_experiment']}, p={d['mcnemar_p']:.2f}{mark}"
+    )
+
+
 def render_markdown(out: Path) -> Path:
     rows = read(out)
-    head = ["date", "experiment", "change", "kind", "model", "trials", *COLUMNS, "tasks pass-all"]
+    head = ["date", "experiment", "change", "kind", "suite", "model", "trials", *COLUMNS,
+            "tasks pass-all", "Δ tasks vs previous [95% CI]"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         dims = r.get("dimensions", {})
         cells = [f"{dims[d][0]}/{dims[d][1]}" if d in dims else "-" for d in COLUMNS]
         tasks = r.get("tasks_pass")
         tasks_text = f"{tasks[0]}/{tasks[1]}" if tasks else "-"
-        fields = [r["date"], r["experiment"], r["change"] or "-", r["kind"], r["model"]]
-        lines.append("| " + " | ".join([*fields, str(r["trials"]), *cells, tasks_text]) + " |")
+        fields = [r["date"], r["experiment"], r["change"] or "-", r["kind"], r.get("suite", "-"),
+                  r["model"], str(r["trials"])]  # fmt: skip
+        lines.append("| " + " | ".join([*fields, *cells, tasks_text, _delta_text(r)]) + " |")
     path = out / "CHANGELOG.md"
     path.write_text(HEADER + "\n".join(lines) + "\n", encoding="utf-8")
     return path
