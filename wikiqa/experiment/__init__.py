@@ -7,9 +7,18 @@ here (and is unit-tested here), and `wikiqa experiment run` drives them through 
 """
 
 from wikiqa.experiment.notebooks import EXPERIMENTS, current_step, execute, grid
-from wikiqa.experiment.step import plot, rates, record, run_step, table
+from wikiqa.experiment.step import (
+    abstention,
+    plot,
+    plot_risk_coverage,
+    rates,
+    record,
+    run_step,
+    table,
+)
 from wikiqa.experiment.views import (
     climb,
+    compare_runs,
     confusion,
     failures,
     flips,
@@ -21,7 +30,9 @@ from wikiqa.experiment.views import (
 
 __all__ = [
     "EXPERIMENTS",
+    "abstention",
     "climb",
+    "compare_runs",
     "confusion",
     "current_step",
     "execute",
@@ -32,6 +43,7 @@ __all__ = [
     "model_figures",
     "plot",
     "plot_climb",
+    "plot_risk_coverage",
     "rates",
     "record",
     "run_step",

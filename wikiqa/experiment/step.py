@@ -41,12 +41,53 @@ def run_step(
 
 
 def table(summary: Summary) -> pd.DataFrame:
-    """Category x dimension, as passes/applicable strings (the notebook's headline table)."""
+    """Category x dimension, as "passes/applicable [95% interval]" (the headline table)."""
     rows = {}
     for category, cells in summary.cells.items():
-        rows[category] = {d: cells[d].text() if d in cells else "-" for d in COLUMNS}
-        rows[category]["tasks"] = summary.task_cells[category].text()
+        rows[category] = {d: cells[d].text(interval=True) if d in cells else "-" for d in COLUMNS}
+        rows[category]["tasks"] = summary.task_cells[category].text(interval=True)
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def abstention(summary: Summary) -> pd.DataFrame:
+    """SimpleQA's outcomes and what confidence is worth, as one small table."""
+    rows: dict[str, object] = {}
+    if summary.simpleqa is not None:
+        s = summary.simpleqa
+        for name, count in [
+            ("correct", s.correct),
+            ("incorrect", s.incorrect),
+            ("not attempted", s.not_attempted),
+            ("undecided", s.undecided),
+        ]:
+            rows[name] = f"{count}/{s.tasks}"  # fmt: skip
+        rows["correct given attempted"] = s.correct_given_attempted
+        rows["F-score"] = s.f_score
+    if summary.confidence is not None:
+        rows["confidence AUROC (correctness)"] = summary.confidence.auroc
+        rows["expected calibration error"] = summary.confidence.ece
+        rows["answered trials with decided correctness"] = summary.confidence.points
+    return pd.DataFrame.from_dict(rows, orient="index", columns=["value"])
+
+
+def plot_risk_coverage(summary: Summary, title: str = "") -> Any:
+    """Risk (error among answered) against coverage, answering the most confident first; a
+    confidence worth having makes the curve fall to the left."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    curve = summary.confidence.curve if summary.confidence else []
+    if curve:
+        ax.plot([p.coverage for p in curve], [p.risk for p in curve], marker="o")
+    else:
+        ax.text(0.5, 0.5, "no answered trial with decided correctness", ha="center")
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("coverage (share answered, most confident first)")
+    ax.set_ylabel("risk (share incorrect)")
+    ax.set_title(title or "Risk-coverage")
+    plt.tight_layout()
+    return fig
 
 
 def rates(summary: Summary) -> pd.DataFrame:
@@ -65,8 +106,21 @@ def plot(summary: Summary, title: str = "") -> Any:
     import matplotlib.pyplot as plt
 
     frame = rates(summary).drop(index="all", errors="ignore")
-    ax = frame.plot.bar(figsize=(10, 4), ylim=(0, 1), rot=0, width=0.8)
-    ax.set_ylabel("pass rate (majority vote)")
+    # error bars: distance from the rate to each end of its 95% interval (NaN where none)
+    errors = []
+    for d in frame.columns:
+        below, above = [], []
+        for category in frame.index:
+            cell = summary.cells[str(category)].get(str(d))
+            if cell is None or cell.rate is None or cell.low is None or cell.high is None:
+                below.append(float("nan"))
+                above.append(float("nan"))
+            else:
+                below.append(cell.rate - cell.low)
+                above.append(cell.high - cell.rate)
+        errors.append([below, above])
+    ax = frame.plot.bar(figsize=(10, 4), ylim=(0, 1), rot=0, width=0.8, yerr=errors, capsize=2)
+    ax.set_ylabel("pass rate (majority vote), 95% interval")
     ax.set_title(title)
     ax.legend(loc="center left", bbox_to_anchor=(1, 0.5), fontsize="small")
     plt.tight_layout()

@@ -11,6 +11,7 @@ import pandas as pd
 
 from wikiqa.evals import results_dir
 from wikiqa.evals.changelog import read
+from wikiqa.evals.compare import compare
 from wikiqa.evals.report import COLUMNS, render, summarize, task_verdicts, trial_verdicts
 
 
@@ -38,8 +39,15 @@ def climb(out: Path | None = None) -> pd.DataFrame:
         dims = r.get("dimensions", {})
         record = {
             k: r.get(k)
-            for k in ("date", "run_id", "experiment", "change", "kind", "model", "trials")
+            for k in ("date", "run_id", "experiment", "change", "kind", "suite", "model", "trials")
         }
+        delta = (r.get("delta") or {}).get("tasks")
+        record["Δ tasks [95% CI]"] = (
+            f"{delta['diff']:+.3f} [{delta['ci'][0]:+.2f}, {delta['ci'][1]:+.2f}]"
+            + (" *" if delta["significant"] else "")
+            if delta
+            else None
+        )
         for d in COLUMNS:
             if d in dims:
                 passes, applicable = dims[d]
@@ -68,6 +76,13 @@ def plot_climb(climb_frame: pd.DataFrame) -> Any:
     plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
     plt.tight_layout()
     return fig
+
+
+def compare_runs(a: str, b: str, out: Path | None = None) -> pd.DataFrame:
+    """B - A per dimension on the tasks both runs decided, with the 95% interval and McNemar's p
+    (`wikiqa compare`); raises `DifferentSuites` for runs of different suites."""
+    result = compare(load_run(a, out), load_run(b, out))
+    return pd.DataFrame.from_dict(result.rows, orient="index")
 
 
 def flips(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
