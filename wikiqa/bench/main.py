@@ -12,13 +12,16 @@ from wikiqa.bench.eval import bench_eval
 from wikiqa.bench.injection import bench_injection
 from wikiqa.bench.load import bench_load
 from wikiqa.bench.local import bench_local
+from wikiqa.bench.public import bench_public
 from wikiqa.bench.report import _line, _report, _report_ask, _report_eval
 from wikiqa.bench.sources import bench_sources
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wikiqa.bench")
-    parser.add_argument("suite", choices=["sources", "ask", "eval", "injection", "load", "local"])
+    parser.add_argument(
+        "suite", choices=["sources", "ask", "eval", "public", "injection", "load", "local"]
+    )
     parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
     parser.add_argument("--seconds", type=float, default=30.0, help="load: how long to drive it")
     parser.add_argument("--bipia", type=Path, help="folder with BIPIA's text_attack_test.json")
@@ -34,6 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.suite == "eval":
         figures = bench_eval()
         report = _report_eval(figures)
+    elif args.suite == "public":
+        figures = bench_public()
+        report = "public suite, offline (targets: x3 <= 60 s, compare <= 2 s)\n" + "\n".join(
+            _line(k, v, "{:.2f}") for k, v in figures.items()
+        )
     elif args.suite == "load":
         figures = bench_load(args.clients, args.seconds)
         report = "load (wikiqa serve, offline, loopback)\n" + "\n".join(
