@@ -16,11 +16,13 @@ import pandas as pd
 from wikiqa.evals.compare import compare
 from wikiqa.evals.report import COLUMNS
 from wikiqa.evals.runs import RunOutcome
+from wikiqa.evals.stats import count_text
 
 HEADER = """# Change log
 
 One row per recorded run: what changed, what kind of change it was, and the per-dimension pass
-rate over the whole suite (passes/applicable after the majority vote across trials). The last
+rate over the whole suite (passes/applicable after the majority vote across trials, with the 95%
+Wilson interval of the rate). The last
 column is the paired change in tasks passing everything against the previous row of the same
 suite, with its 95% interval and McNemar's p; only a significant one is more than noise. Rows of
 kind `grader` recalibrate the instrument; compare scores across them with care. Generated from
@@ -123,9 +125,9 @@ def render_markdown(out: Path) -> Path:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         dims = r.get("dimensions", {})
-        cells = [f"{dims[d][0]}/{dims[d][1]}" if d in dims else "-" for d in COLUMNS]
+        cells = [count_text(*dims[d]) if d in dims else "-" for d in COLUMNS]
         tasks = r.get("tasks_pass")
-        tasks_text = f"{tasks[0]}/{tasks[1]}" if tasks else "-"
+        tasks_text = count_text(*tasks) if tasks else "-"
         fields = [r["date"], r["experiment"], r["change"] or "-", r["kind"], r.get("suite", "-"),
                   r["model"], str(r["trials"])]  # fmt: skip
         lines.append("| " + " | ".join([*fields, *cells, tasks_text, _delta_text(r)]) + " |")

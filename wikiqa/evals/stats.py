@@ -30,6 +30,12 @@ def wilson(k: float, n: int, z: float = Z95) -> tuple[float, float] | None:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def count_text(k: int, n: int) -> str:
+    """ "13/41 [0.17, 0.47]": a count with the 95% Wilson interval of its rate."""
+    bounds = wilson(k, n)
+    return f"{k}/{n}" + (f" [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds else "")
+
+
 def interval_text(k: int, n: int) -> str:
     """ "0.962 [0.87, 0.99]" for a rate with its interval, "n/a" without data."""
     bounds = wilson(k, n)

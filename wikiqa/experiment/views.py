@@ -13,6 +13,7 @@ from wikiqa.evals import results_dir
 from wikiqa.evals.changelog import read
 from wikiqa.evals.compare import compare
 from wikiqa.evals.report import COLUMNS, render, summarize, task_verdicts, trial_verdicts
+from wikiqa.evals.stats import count_text
 
 
 def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataFrame:
@@ -51,10 +52,10 @@ def climb(out: Path | None = None) -> pd.DataFrame:
         for d in COLUMNS:
             if d in dims:
                 passes, applicable = dims[d]
-                record[d] = f"{passes}/{applicable}"
+                record[d] = count_text(passes, applicable)
                 record[f"{d}_rate"] = passes / applicable if applicable else None
         tasks = r.get("tasks_pass")
-        record["tasks"] = f"{tasks[0]}/{tasks[1]}" if tasks else None
+        record["tasks"] = count_text(*tasks) if tasks else None
         record["tasks_rate"] = tasks[0] / tasks[1] if tasks and tasks[1] else None
         records.append(record)
     return pd.DataFrame.from_records(records)
