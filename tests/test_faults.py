@@ -144,3 +144,29 @@ def test_eval_reports_outages_apart_and_resume_completes_them(
     assert main(["eval", "--resume", run_id, "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert "4 trials run now" in captured.out and "infrastructure errors 0" in captured.out
+
+
+def test_a_run_that_met_only_outages_is_never_recorded_and_names_its_cause(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps([{"unavailable": "anthropic: overloaded (HTTP 529)"}]))
+    out = tmp_path / "out"
+    argv = ["eval", "--trials", "1", "--limit", "3", "--model", f"scripted:{script}",
+            "--out", str(out), "--record"]  # fmt: skip
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert "nothing recorded" in err and "overloaded (HTTP 529)" in err
+    assert not (out / "changelog.jsonl").exists()
+    # the same through the library: record_run refuses, naming the first cause
+    from wikiqa.evals import InfrastructureFailure, RunConfig, run_eval
+    from wikiqa.evals.changelog import record_run
+
+    outcome = run_eval(
+        RunConfig(trials=1, limit=2, model=f"scripted:{script}", out=out, infra_backoff=0.0),
+        progress=False,
+    )
+    assert outcome.all_failed and "overloaded" in (outcome.first_error or "")
+    with pytest.raises(InfrastructureFailure, match="nothing was recorded"):
+        record_run(outcome, out)
+    assert not (out / "changelog.jsonl").exists()

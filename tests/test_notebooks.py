@@ -25,7 +25,28 @@ def test_there_are_the_steps_and_notebooks_the_workflow_needs() -> None:
     names = {p.stem for p in SOURCES}
     assert {"00_no_retrieval_baseline", "01_agent_baseline", "02_read_more_hits"} <= names
     assert {"quickstart", "hillclimb", "grader_validation", "failures"} <= names
-    assert current_step().stem == "02_read_more_hits"
+    # the highest-numbered step that needs no optional extra (03 needs the local model)
+    offline = [p for p in sorted(EXPERIMENTS.glob("[0-9][0-9]_*.ipynb")) if not _requires(p)]
+    assert current_step() == offline[-1]
+
+
+def _requires(path: Path) -> object:
+    return (
+        json.loads(path.read_text(encoding="utf-8"))["metadata"].get("wikiqa", {}).get("requires")
+    )
+
+
+def test_copying_the_latest_step_makes_the_copy_current(tmp_path: Path) -> None:
+    # the README's loop: copy the last step to NN_<change>.ipynb and change one lever
+    for step in EXPERIMENTS.glob("[0-9][0-9]_*.ipynb"):
+        (tmp_path / step.name).write_bytes(step.read_bytes())
+    latest = current_step(tmp_path)
+    (tmp_path / "07_my_change.ipynb").write_bytes(latest.read_bytes())
+    assert current_step(tmp_path).name == "07_my_change.ipynb"
+    needs_extra = json.loads((EXPERIMENTS / "03_local_llm.ipynb").read_text(encoding="utf-8"))
+    assert needs_extra["metadata"]["wikiqa"]["requires"]
+    (tmp_path / "08_local.ipynb").write_text(json.dumps(needs_extra), encoding="utf-8")
+    assert current_step(tmp_path).name == "07_my_change.ipynb"  # one needing an extra is skipped
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)

@@ -89,7 +89,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     outcome = _evaluate(
         _run_config(args), args.resume, progress=not args.json and sys.stderr.isatty()
     )
-    if args.record and not outcome.meta.config.holdout:
+    if args.record and not outcome.meta.config.holdout and not outcome.all_failed:
         from wikiqa.evals.changelog import record_run
 
         record_run(outcome, outcome.meta.config.out)
@@ -105,9 +105,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
         print(f"parquet: {outcome.parquet}")
     if outcome.summary.errors:
+        recorded = " (nothing recorded)" if outcome.all_failed and args.record else ""
         print(
-            f"wikiqa: {outcome.summary.errors} trials ended in infrastructure errors; "
-            f"rerun with --resume {outcome.meta.run_id}",
+            f"wikiqa: {outcome.summary.errors} trials ended in infrastructure errors{recorded}; "
+            f"the first: {outcome.first_error}; rerun with --resume {outcome.meta.run_id}",
             file=sys.stderr,
         )
         return EXIT_UNAVAILABLE

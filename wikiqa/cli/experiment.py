@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from wikiqa.cli.common import CliError
+from wikiqa.cli.common import EXIT_UNAVAILABLE, CliError
 
 
 def cmd_experiment_run(args: argparse.Namespace) -> int:
@@ -35,7 +35,12 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
             try:
                 executed = experiment.execute(Path(notebook), parameters, out)
             except Exception as err:  # papermill raises PapermillExecutionError with the cell
-                raise CliError(f"{notebook}: {str(err).strip().splitlines()[-1]}") from err
+                last = str(err).strip().splitlines()[-1]
+                # a run that met only outages is the infrastructure's failure, not the step's
+                code = (
+                    EXIT_UNAVAILABLE if getattr(err, "ename", "") == "InfrastructureFailure" else 1
+                )
+                raise CliError(f"{notebook}: {last}", code) from err
             for row in changelog.read(out)[before:]:
                 parquet = out / row["parquet"]
                 print(experiment.summary_of(experiment.load_run(parquet)))

@@ -15,7 +15,7 @@ import pandas as pd
 
 from wikiqa.evals.compare import compare
 from wikiqa.evals.report import COLUMNS
-from wikiqa.evals.runs import RunOutcome
+from wikiqa.evals.runs import InfrastructureFailure, RunOutcome
 from wikiqa.evals.stats import count_text
 
 HEADER = """# Change log
@@ -88,7 +88,13 @@ def delta(entry: dict[str, Any], earlier: list[dict[str, Any]], out: Path) -> di
 
 
 def record_run(outcome: RunOutcome, out: Path) -> dict[str, Any]:
-    """Append the run to `changelog.jsonl` and regenerate `CHANGELOG.md` beside it."""
+    """Append the run to `changelog.jsonl` and regenerate `CHANGELOG.md` beside it. A run whose
+    every trial was an infrastructure error measured nothing and is refused."""
+    if outcome.all_failed:
+        raise InfrastructureFailure(
+            f"every trial of {outcome.meta.run_id} ended in an infrastructure error, so nothing "
+            f"was recorded; the first: {outcome.first_error}"
+        )
     out.mkdir(parents=True, exist_ok=True)
     entry = row(outcome)
     entry["delta"] = delta(entry, read(out), out)

@@ -23,7 +23,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from wikiqa.agent import Agent, prompt_hash
+from wikiqa.agent import Agent, Refusal, prompt_hash
 from wikiqa.config import Settings
 from wikiqa.evals.cache import CachingModel, ResponseCache
 from wikiqa.evals.changelog import record_run
@@ -182,6 +182,10 @@ class Runner:
         frame = to_frame(meta, tasks, records)
         parquet = write_parquet(frame, config.out / "runs" / f"{meta.run_id}.parquet")
         summary = summarize(frame)
+        failed = [r for _, r in sorted(records.items()) if r.result.infrastructure_error]
+        first_error = None
+        if failed and isinstance(failed[0].result.output, Refusal):
+            first_error = f"{failed[0].task_id}: {failed[0].result.output.reason}"
         outcome = RunOutcome(
             meta=meta,
             summary=summary,
@@ -191,6 +195,7 @@ class Runner:
             model_calls=self.model_calls,
             cached_calls=self.cached_calls,
             judge_calls=self.judge_calls,
+            first_error=first_error,
         )
         if config.holdout:
             record_run(outcome, config.out)

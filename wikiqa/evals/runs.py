@@ -99,6 +99,10 @@ class TrialRecord(BaseModel):
     grades: list[Grade]
 
 
+class InfrastructureFailure(RuntimeError):
+    """Every trial of a run ended in an infrastructure error: there is nothing to record."""
+
+
 class RunOutcome(BaseModel):
     meta: RunMeta
     summary: Summary
@@ -108,6 +112,15 @@ class RunOutcome(BaseModel):
     model_calls: int = Field(description="Model calls that reached the model (cache misses).")
     cached_calls: int
     judge_calls: int
+    first_error: str | None = Field(None, description="The first infrastructure error's cause.")
+
+    @property
+    def all_failed(self) -> bool:
+        """Every trial ended in an infrastructure error (Wikipedia or the model down)."""
+        return (
+            self.summary.errors > 0
+            and self.summary.errors >= self.meta.tasks * self.meta.config.trials
+        )
 
 
 def git_sha() -> str:

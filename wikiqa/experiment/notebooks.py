@@ -59,16 +59,16 @@ def _slug(value: Any) -> str:
     return "".join(c if c.isalnum() or c in ".=_" else "_" for c in text)[:40]
 
 
-def current_step() -> Path:
+def current_step(folder: Path = EXPERIMENTS) -> Path:
     """The highest-numbered experiment notebook that runs on the offline default (no optional
     extra): what `make eval` runs on a fresh clone."""
     steps = [
         p
-        for p in sorted(EXPERIMENTS.glob("[0-9][0-9]_*.ipynb"))
+        for p in sorted(folder.glob("[0-9][0-9]_*.ipynb"))
         if not json.loads(p.read_text(encoding="utf-8"))["metadata"]
         .get("wikiqa", {})
         .get("requires")
     ]
     if not steps:
-        raise FileNotFoundError(f"no step notebooks in {EXPERIMENTS}")
+        raise FileNotFoundError(f"no step notebooks in {folder}")
     return steps[-1]

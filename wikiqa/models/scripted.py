@@ -40,7 +40,8 @@ class ScriptedModel:
             turns = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as err:
             raise ValueError(f"cannot read script {path}: {err}") from err
-        return cls(turns, spec=f"scripted:{Path(path).name}")
+        # The whole path: two scripts that share a file name must not share cached replies.
+        return cls(turns, spec=f"scripted:{path}")
 
     def __call__(
         self,
