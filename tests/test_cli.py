@@ -69,7 +69,9 @@ def test_bad_flags_print_usage_and_exit_2(
 
 def test_unknown_source_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "search", "x", "--source", "/no/such/file.json")
-    assert code == 1 and "unknown source '/no/such/file.json'" in err
+    assert code == 1 and "/no/such/file.json: no such snapshot file" in err
+    code, _, err = run(capsys, "search", "x", "--source", "wikipedia")
+    assert code == 1 and "unknown source 'wikipedia'" in err
 
 
 def test_live_without_network_fails_fast_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
@@ -181,3 +183,15 @@ def test_ask_exits_3_on_an_infrastructure_error(
     script.write_text('[{"unavailable": "overloaded (HTTP 529)"}]')
     code, out, _ = run(capsys, "ask", "Who developed FLOW-MATIC?", "--model", f"scripted:{script}")
     assert code == 3 and out.startswith("Refused (model_unavailable)")
+
+
+def test_the_newcomers_rough_edges(capsys: pytest.CaptureFixture[str]) -> None:
+    # an empty question is bad input (exit 1), as documented, not a normal refusal
+    assert main(["ask", "   "]) == 1
+    assert "the question is empty" in capsys.readouterr().err
+    # a missing snapshot file says so, instead of "unknown source"
+    assert main(["ask", "x", "--source", "/nonexistent.json"]) == 1
+    assert "/nonexistent.json: no such snapshot file" in capsys.readouterr().err
+    # the package snapshot was never recorded from anywhere: no "recorded_from: None"
+    assert main(["snapshot", "info"]) == 0
+    assert "None" not in capsys.readouterr().out

@@ -201,3 +201,35 @@ def test_model_figures_of_the_recorded_local_run_are_the_reported_ones() -> None
     assert round(figures["repair_needed"] * 41) == 36
     assert round(figures["ungrounded_refusals"] * 41) == 34
     assert figures["no_decision_or_budget"] == 0.0
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+def test_papermill_reads_every_parameter(path: Path) -> None:
+    # papermill skips a line with two "=" (a comment like "threshold=0.6"), and then warns
+    # "Passed unknown parameter" for every -p of it
+    import re
+
+    import papermill
+
+    cell = next(
+        c for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if "parameters" in c["metadata"].get("tags", [])
+    )  # fmt: skip
+    assigned = re.findall(r"^([A-Z_][A-Z0-9_]*)\s*=", "".join(cell["source"]), re.MULTILINE)
+    assert list(papermill.inspect_notebook(str(path))) == assigned
+
+
+def test_experiment_run_skips_a_step_whose_extra_is_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # the README's `wikiqa experiment run experiments/0*.ipynb` on a fresh clone reaches 03
+    from wikiqa.cli import main
+    from wikiqa.experiment import notebooks
+
+    monkeypatch.setattr(notebooks, "EXTRA_MODULES", {"local": "wikiqa_no_such_module"})
+    step = EXPERIMENTS / "03_local_llm.ipynb"
+    assert notebooks.missing_extra(step) == "local"
+    assert notebooks.missing_extra(EXPERIMENTS / "01_agent_baseline.ipynb") is None
+    assert main(["experiment", "run", str(step), "--out", str(tmp_path)]) == 0
+    assert "skipped, it needs the `local` extra" in capsys.readouterr().out
+    assert not (tmp_path / "changelog.jsonl").exists()

@@ -73,5 +73,7 @@ def open_source(spec: str = "snapshot") -> WikiSource:
     from wikiqa.sources import SnapshotSource
 
     if not Path(spec).exists():
+        if "/" in spec or Path(spec).suffix in (".json", ".jsonl"):
+            raise ValueError(f"{spec}: no such snapshot file")
         raise ValueError(f"unknown source {spec!r}: use snapshot, live, live:<host> or a file path")
     return SnapshotSource(spec)

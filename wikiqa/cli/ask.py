@@ -46,6 +46,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from wikiqa.agent import Agent
     from wikiqa.registry import open_model
 
+    if not args.question.strip():
+        raise CliError("the question is empty")  # bad input: exit 1, as documented
+
     try:
         model = open_model(args.model or Settings().model)
     except ValueError as err:

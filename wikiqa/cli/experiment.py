@@ -28,6 +28,14 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     if args.out is not None:
         runs = [r | {"OUT": str(args.out)} for r in runs]
     for notebook in notebooks:
+        extra = experiment.missing_extra(Path(notebook))
+        if extra is not None:  # `experiments/0*.ipynb` on a fresh clone: say so, go on
+            print(
+                f"== {Path(notebook).name}: skipped, it needs the `{extra}` extra "
+                f"(`make test-local` installs it)",
+                flush=True,
+            )
+            continue
         for parameters in runs:
             before = len(changelog.read(out))
             label = " ".join(f"{k}={v!r}" for k, v in parameters.items()) or "default parameters"

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from wikiqa.cli.common import EXIT_UNAVAILABLE, SOURCE_HELP, CliError, wiki_source
+from wikiqa.cli.common import EXIT_UNAVAILABLE, CliError, wiki_source
 from wikiqa.sources import SnapshotError, SourceUnavailable
 
 
@@ -24,7 +24,8 @@ def cmd_snapshot_info(args: argparse.Namespace) -> int:
         print(info.model_dump_json(indent=2))
     else:
         for key, value in info.model_dump().items():
-            print(f"{key:>13}: {value}")
+            if value is not None:  # the package snapshot was never recorded from anywhere
+                print(f"{key:>13}: {value}")
     return 0
 
 
@@ -78,6 +79,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     record = snap_sub.add_parser("record", help="freeze the articles a suite needs")
     record.add_argument("--titles", type=Path, required=True, help="file with one title a line")
     record.add_argument("--out", type=Path, required=True, help="snapshot file to write")
-    record.add_argument("--source", default="live", help=SOURCE_HELP + " (default: live)")
+    record.add_argument(
+        "--source",
+        default="live",
+        help="where to fetch the articles: live (default), live:<host>, snapshot, or a snapshot "
+        "file path",
+    )
     record.add_argument("--depth", choices=["lead", "full"], default="lead")
     record.set_defaults(func=cmd_snapshot_record)

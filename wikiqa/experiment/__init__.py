@@ -6,7 +6,14 @@ here (and is unit-tested here), and `wikiqa experiment run` drives them through 
 (which step is current, grids, execution).
 """
 
-from wikiqa.experiment.notebooks import EXPERIMENTS, current_step, execute, grid
+from wikiqa.experiment.notebooks import (
+    EXPERIMENTS,
+    current_step,
+    execute,
+    grid,
+    missing_extra,
+    requires,
+)
 from wikiqa.experiment.step import (
     abstention,
     plot,
@@ -40,12 +47,14 @@ __all__ = [
     "flips",
     "grid",
     "load_run",
+    "missing_extra",
     "model_figures",
     "plot",
     "plot_climb",
     "plot_risk_coverage",
     "rates",
     "record",
+    "requires",
     "run_step",
     "summary_of",
     "table",

@@ -59,16 +59,32 @@ def _slug(value: Any) -> str:
     return "".join(c if c.isalnum() or c in ".=_" else "_" for c in text)[:40]
 
 
+# What each optional extra a step may require must make importable.
+EXTRA_MODULES = {"local": "llama_cpp"}
+
+
+def requires(notebook: Path) -> str | None:
+    """The optional extra a step notebook needs (its metadata says), or None."""
+    meta = json.loads(notebook.read_text(encoding="utf-8"))["metadata"]
+    extra = meta.get("wikiqa", {}).get("requires")
+    return str(extra) if extra else None
+
+
+def missing_extra(notebook: Path) -> str | None:
+    """The extra a notebook needs that is not installed here, or None."""
+    import importlib.util
+
+    extra = requires(notebook)
+    if extra is None:
+        return None
+    module = EXTRA_MODULES.get(extra, extra)
+    return extra if importlib.util.find_spec(module) is None else None
+
+
 def current_step(folder: Path = EXPERIMENTS) -> Path:
     """The highest-numbered experiment notebook that runs on the offline default (no optional
     extra): what `make eval` runs on a fresh clone."""
-    steps = [
-        p
-        for p in sorted(folder.glob("[0-9][0-9]_*.ipynb"))
-        if not json.loads(p.read_text(encoding="utf-8"))["metadata"]
-        .get("wikiqa", {})
-        .get("requires")
-    ]
+    steps = [p for p in sorted(folder.glob("[0-9][0-9]_*.ipynb")) if not requires(p)]
     if not steps:
         raise FileNotFoundError(f"no step notebooks in {folder}")
     return steps[-1]
