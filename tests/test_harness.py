@@ -276,3 +276,22 @@ def test_a_holdout_run_is_named_for_its_suite() -> None:
     assert RunConfig(suite="public", holdout=True).suite_name == "public_holdout"
     assert RunConfig(holdout=True).suite_name == "holdout"
     assert RunConfig(suite="public").suite_name == "public"
+
+
+def test_rerunning_a_recorded_step_with_identical_inputs_adds_no_row(
+    suite: Path, tmp_path: Path, tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wikiqa.evals import changelog, runner
+
+    monkeypatch.setattr(runner, "git_sha", lambda: "abc1234")  # a clean commit
+    cfg = config(suite, tmp_path, trials=1, experiment="01_x", kind="prompt", change="c")
+    first = changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
+    again = changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
+    assert again["run_id"] == first["run_id"] and len(changelog.read(cfg.out)) == 1
+    changed = cfg.model_copy(update={"change": "another lever"})
+    changelog.record_run(run_eval(changed, source=tiny, progress=False), cfg.out)
+    assert len(changelog.read(cfg.out)) == 2
+    monkeypatch.setattr(runner, "git_sha", lambda: "abc1234-dirty")  # uncommitted code: record
+    changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
+    changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
+    assert len(changelog.read(cfg.out)) == 4

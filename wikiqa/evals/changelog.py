@@ -87,9 +87,20 @@ def delta(entry: dict[str, Any], earlier: list[dict[str, Any]], out: Path) -> di
     return {"vs": previous["run_id"], "vs_experiment": previous["experiment"], "tasks": tasks}
 
 
+# What makes two recorded runs the same measurement; a dirty tree is never the same twice.
+IDENTITY = ("experiment", "change", "kind", "suite", "suite_hash", "model", "judge", "source_hash",
+            "prompt_hash", "git_sha", "trials")  # fmt: skip
+
+
+def _same_inputs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    clean = not str(b.get("git_sha", "")).endswith("-dirty") and b.get("git_sha") != "unknown"
+    return clean and all(a.get(k) == b.get(k) for k in IDENTITY)
+
+
 def record_run(outcome: RunOutcome, out: Path) -> dict[str, Any]:
     """Append the run to `changelog.jsonl` and regenerate `CHANGELOG.md` beside it. A run whose
-    every trial was an infrastructure error measured nothing and is refused."""
+    every trial was an infrastructure error measured nothing and is refused; a rerun with the
+    same inputs (clean commit, suite, parameters) as a recorded row adds none and returns it."""
     if outcome.all_failed:
         raise InfrastructureFailure(
             f"every trial of {outcome.meta.run_id} ended in an infrastructure error, so nothing "
@@ -97,7 +108,11 @@ def record_run(outcome: RunOutcome, out: Path) -> dict[str, Any]:
         )
     out.mkdir(parents=True, exist_ok=True)
     entry = row(outcome)
-    entry["delta"] = delta(entry, read(out), out)
+    earlier = read(out)
+    twin = next((r for r in earlier if _same_inputs(r, entry)), None)
+    if twin is not None:
+        return twin  # the same step rerun on the same code and suite: nothing new to record
+    entry["delta"] = delta(entry, earlier, out)
     with (out / "changelog.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
     render_markdown(out)
