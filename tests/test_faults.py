@@ -170,3 +170,21 @@ def test_a_run_that_met_only_outages_is_never_recorded_and_names_its_cause(
     with pytest.raises(InfrastructureFailure, match="nothing was recorded"):
         record_run(outcome, out)
     assert not (out / "changelog.jsonl").exists()
+
+
+def test_a_run_reports_as_it_goes_and_tells_the_first_outage_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "down.json"
+    script.write_text(json.dumps([{"unavailable": "openai-compatible server: connection refused"}]))
+    argv = ["eval", "--trials", "1", "--limit", "3", "--model", f"scripted:{script}",
+            "--out", str(tmp_path / "out"), "--concurrency", "3"]  # fmt: skip
+    assert main(argv) == 3
+    err = capsys.readouterr().err.splitlines()
+    # stderr is not a terminal here: a line as trials finish (every tenth) instead of a bar
+    assert [line for line in err if line.endswith("trials done")] == [
+        "wikiqa: 1/3 trials done", "wikiqa: 2/3 trials done", "wikiqa: 3/3 trials done",
+    ]  # fmt: skip
+    first = next(i for i, line in enumerate(err) if "infrastructure error on" in line)
+    assert "connection refused" in err[first] and first == 0  # told with the first trial
+    assert sum("infrastructure error on" in line for line in err) == 1

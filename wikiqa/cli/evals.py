@@ -58,6 +58,10 @@ def _run_config(args: argparse.Namespace) -> Any:
         raise CliError(problems, EXIT_USAGE) from None
 
 
+def _tell(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def _evaluate(config: Any, resume: str | None, progress: bool) -> Any:
     from wikiqa.evals import (
         HoldoutRefused,
@@ -78,7 +82,7 @@ def _evaluate(config: Any, resume: str | None, progress: bool) -> Any:
             config = RunConfig(
                 **(saved.model_dump() | {"concurrency": config.concurrency, "out": config.out})
             )
-        return run_eval(config, resume=resume, progress=progress)
+        return run_eval(config, resume=resume, progress=progress, notify=_tell)
     except (TaskError, HoldoutRefused, SelfJudging, SnapshotError) as err:
         raise CliError(str(err)) from err
     except ValueError as err:  # bad model / source specs

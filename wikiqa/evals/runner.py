@@ -57,6 +57,7 @@ class Runner:
         judge_model: Model | None = None,
         progress: bool = True,
         sleep: Callable[[float], None] = time.sleep,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.model = model or open_model(config.model)
@@ -67,6 +68,9 @@ class Runner:
         self.judge_model = judge_model
         self.progress = progress
         self.sleep = sleep
+        # Where a run without a progress bar reports as it goes (a line every tenth of the
+        # trials) and where the first infrastructure error is told the moment it happens.
+        self.notify = notify
         self.cache = (
             ResponseCache(Settings().cache_dir() / "responses.sqlite") if config.cache else None
         )
@@ -168,11 +172,19 @@ class Runner:
         with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
             futures = {pool.submit(self.run_trial, task, t): (task.id, t) for task, t in todo}
             try:
-                for future in as_completed(futures):
+                told, step = False, max(1, len(todo) // 10)
+                for done, future in enumerate(as_completed(futures), start=1):
                     record = future.result()
                     journal.append(record)
                     records[(record.task_id, record.trial)] = record
                     bar.update()
+                    if self.notify is not None and record.result.infrastructure_error and not told:
+                        told = True
+                        output = record.result.output
+                        cause = output.reason if isinstance(output, Refusal) else "?"
+                        self.notify(f"wikiqa: infrastructure error on {record.task_id}: {cause}")
+                    if self.notify is not None and not self.progress and done % step == 0:
+                        self.notify(f"wikiqa: {done}/{len(todo)} trials done")
             except BaseException:
                 for f in futures:
                     f.cancel()
