@@ -233,3 +233,13 @@ def test_experiment_run_skips_a_step_whose_extra_is_missing(
     assert main(["experiment", "run", str(step), "--out", str(tmp_path)]) == 0
     assert "skipped, it needs the `local` extra" in capsys.readouterr().out
     assert not (tmp_path / "changelog.jsonl").exists()
+
+
+def test_a_copied_step_is_recorded_under_its_own_file_name(tmp_path: Path) -> None:
+    # the README's loop: copy the last step, change one lever, run it; no cell to edit
+    copy = tmp_path / "05_my_change.ipynb"
+    copy.write_bytes((EXPERIMENTS / "01_agent_baseline.ipynb").read_bytes())
+    out = tmp_path / "results"
+    execute(copy, {"TRIALS": 1, "LIMIT": 2, "OUT": str(out)}, out)
+    rows = changelog.read(out)
+    assert [r["experiment"] for r in rows] == ["05_my_change"]

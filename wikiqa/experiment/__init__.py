@@ -13,6 +13,7 @@ from wikiqa.experiment.notebooks import (
     grid,
     missing_extra,
     requires,
+    step_name,
 )
 from wikiqa.experiment.step import (
     abstention,
@@ -56,6 +57,7 @@ __all__ = [
     "record",
     "requires",
     "run_step",
+    "step_name",
     "summary_of",
     "table",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,16 @@ def _coerce(raw: str) -> Any:
         return raw
 
 
+STEP_ENV = "WIKIQA_STEP"  # set while `execute` runs a notebook: the file's own name
+
+
+def step_name(default: str) -> str:
+    """This step's name for the change log: the notebook's file name when `wikiqa experiment run`
+    executes it (so a copied step is recorded under its new name without editing any cell), or
+    `default` in an interactive session, where the kernel cannot know its file."""
+    return os.environ.get(STEP_ENV) or default
+
+
 def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None) -> Path:
     """Run one notebook with papermill; the executed copy goes to results/notebooks/."""
     import papermill as pm
@@ -44,13 +55,21 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
     folder.mkdir(parents=True, exist_ok=True)
     suffix = "".join(f"-{k.lower()}={_slug(v)}" for k, v in parameters.items() if k not in {"OUT"})
     target = folder / f"{notebook.stem}{suffix}.ipynb"
-    pm.execute_notebook(
-        str(notebook),
-        str(target),
-        parameters=parameters,
-        cwd=str(notebook.parent),
-        progress_bar=False,
-    )
+    saved = os.environ.get(STEP_ENV)
+    os.environ[STEP_ENV] = notebook.stem  # the kernel is a child process: it inherits this
+    try:
+        pm.execute_notebook(
+            str(notebook),
+            str(target),
+            parameters=parameters,
+            cwd=str(notebook.parent),
+            progress_bar=False,
+        )
+    finally:
+        if saved is None:
+            os.environ.pop(STEP_ENV, None)
+        else:
+            os.environ[STEP_ENV] = saved
     return target
 
 
