@@ -50,3 +50,21 @@ def test_power_prints_the_minimum_detectable_effect(capsys: pytest.CaptureFixtur
     assert rows[0]["mde"] == pytest.approx(0.3094, abs=1e-3) and rows[1]["mde"] < 0.09
     with pytest.raises(SystemExit):
         main(["power", "0"])
+
+
+def test_flips_between_runs_of_different_suites_are_refused(
+    tmp_path: Path, tiny: SnapshotSource
+) -> None:
+    from wikiqa.evals.compare import DifferentSuites
+    from wikiqa.experiment import flips, load_run
+
+    a = run_eval(
+        config(_suite(tmp_path, "s", TASKS), tmp_path, trials=1), source=tiny, progress=False
+    )
+    b = run_eval(
+        config(_suite(tmp_path, "t", TASKS[:2]), tmp_path, trials=1), source=tiny, progress=False
+    )
+    run_a, run_b = load_run(a.parquet), load_run(b.parquet)
+    assert len(flips(run_a, run_a)) == 0
+    with pytest.raises(DifferentSuites):
+        flips(run_a, run_b)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from wikiqa.evals import results_dir
 from wikiqa.evals.changelog import read
-from wikiqa.evals.compare import compare
+from wikiqa.evals.compare import DifferentSuites, compare
 from wikiqa.evals.report import COLUMNS, render, summarize, task_verdicts, trial_verdicts
 from wikiqa.evals.stats import count_text
 
@@ -87,7 +87,11 @@ def compare_runs(a: str, b: str, out: Path | None = None) -> pd.DataFrame:
 
 
 def flips(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    """Tasks whose verdict (per dimension or overall) changed between two runs."""
+    """Tasks whose verdict (per dimension or overall) changed between two runs of one suite;
+    runs of different suites raise `DifferentSuites` (0 flips between them would mean nothing)."""
+    suites = {(str(f["suite"].iloc[0]), str(f["suite_hash"].iloc[0])) for f in (before, after)}
+    if len(suites) > 1:
+        raise DifferentSuites(f"the runs graded different suites: {sorted(suites)}")
     a = task_verdicts(before).set_index("task_id")
     b = task_verdicts(after).set_index("task_id")
     rows = []
