@@ -119,7 +119,15 @@ def plot(summary: Summary, title: str = "") -> Any:
                 below.append(cell.rate - cell.low)
                 above.append(cell.high - cell.rate)
         errors.append([below, above])
-    ax = frame.plot.bar(figsize=(10, 4), ylim=(0, 1), rot=0, width=0.8, yerr=errors, capsize=2)
+    ax = frame.plot.bar(figsize=(10, 4), ylim=(0, 1), rot=25, width=0.8, yerr=errors, capsize=2)
+    plt.setp(ax.get_xticklabels(), ha="right")  # category names no longer overlap
+    # a dimension that does not apply is no bar at all, which would read as 0: say "n/a"
+    width = 0.8 / len(frame.columns)
+    for i in range(len(frame.index)):
+        for j, d in enumerate(frame.columns):
+            if frame[d].isna().iloc[i]:
+                x = i - 0.4 + width * (j + 0.5)
+                ax.text(x, 0.01, "n/a", rotation=90, ha="center", va="bottom", fontsize=6)
     ax.set_ylabel("pass rate (majority vote), 95% interval")
     ax.set_title(title)
     ax.legend(loc="center left", bbox_to_anchor=(1, 0.5), fontsize="small")
