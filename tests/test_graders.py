@@ -195,8 +195,10 @@ def test_an_alias_stated_is_correct_and_with_no_key_points_complete() -> None:
 @pytest.mark.parametrize(
     ("question", "answers", "text", "verdict"),
     [
-        ("What is the capital of Egypt?", ["Cairo"],
-         "Memphis was the ancient capital of Inebu-hedj.", "needs_judge"),
+        ("What is the capital of Egypt?", ["Cairo"],  # another capital, not Egypt's
+         "Memphis was the ancient capital of Inebu-hedj.", "fail"),
+        ("Who discovered penicillin?", ["Alexander Fleming", "Fleming"],  # a sentence about
+         "Penicillins were among the first medications to be effective.", "fail"),  # other things
         ("Who discovered penicillin?", ["Alexander Fleming", "Fleming"],
          "A number of natural penicillins have been discovered.", "needs_judge"),
         ("What is the axial tilt of Saturn?", ["26.73", "26.7"],
@@ -229,6 +231,14 @@ def test_a_different_value_of_the_asked_kind_is_incorrect_with_the_values() -> N
     assert correct.detail["other_value"] == {
         "kind": "date", "stated": ["1912_04_14"], "answers": ["15 April 1912"],
     }  # fmt: skip
+
+
+def test_an_on_topic_answer_without_an_alias_is_left_to_the_judge() -> None:
+    # it may be a paraphrase no alias foresaw; only an answer about something else is decided
+    t = task(question="Who discovered penicillin?", answers=["Alexander Fleming"], asserts=[])
+    text = "Penicillin was discovered by a Scottish physician working in London."
+    correct, complete = graders.reference(t, result(answer(text, ("Penicillin", "x y z"))))
+    assert correct.verdict == complete.verdict == "needs_judge"
 
 
 def test_a_short_answer_to_a_false_premise_is_left_to_the_judge() -> None:

@@ -78,7 +78,7 @@ def _correctness(task: Task, text: str) -> Grade:
             dimension="correctness", verdict="n/a", tier="offline",
             detail={"outcome": "not_attempted", "reason": "the answer reads as a refusal"},
         )  # fmt: skip
-    other = _other_value(task.answers, text) or _other_entity(task, text)
+    other = _other_value(task.answers, text) or _other_entity(task, text) or _off_topic(task, text)
     if other:
         return Grade(
             dimension="correctness", verdict="fail", tier="offline",
@@ -153,6 +153,20 @@ def _other_entity(task: Task, text: str) -> dict[str, Any] | None:
     return {"kind": "short answer", "stated": text.strip(), "answers": task.answers}
 
 
+def _off_topic(task: Task, text: str) -> dict[str, Any] | None:
+    """An answer that states no gold form and is about something else (it repeats at most
+    half of what the question asks about) answered with something that is not the answer:
+    incorrect. On-topic answers without an alias may be paraphrases: those stay undecided."""
+    if not task.answers or task.category == "adversarial" or _NEGATION & set(words(text)):
+        return None
+    share = _about(task, text)
+    return (
+        {"kind": "off-topic answer", "about_question": round(share, 3)}
+        if share <= TOPICAL
+        else None
+    )
+
+
 def _completeness(task: Task, text: str) -> Grade:
     points = _key_points(task)
     found = stated(text, task.answers)
@@ -174,6 +188,12 @@ def _completeness(task: Task, text: str) -> Grade:
         )  # fmt: skip
     if points:
         covered = [s for s in points if asserts.check(s, text)[0]]
+        if len(covered) == len(points) and task.answers and not found:
+            # the key points' words are there, but no gold form is ("Edward Hopper")
+            return Grade(
+                dimension="completeness", verdict="needs_judge", tier="offline",
+                detail={"reason": "every key point's words, but no gold form of the answer"},
+            )  # fmt: skip
         return Grade(
             dimension="completeness",
             verdict="pass" if len(covered) == len(points) else "fail",
@@ -185,6 +205,12 @@ def _completeness(task: Task, text: str) -> Grade:
         return Grade(
             dimension="completeness", verdict="pass", tier="offline", fraction=1.0,
             detail={"stated": found},
+        )  # fmt: skip
+    off = _off_topic(task, text)
+    if off:  # about something else: it covers nothing of the reference
+        return Grade(
+            dimension="completeness", verdict="fail", tier="offline", fraction=0.0,
+            detail={"reason": "no alias stated, and the answer is about something else"} | off,
         )  # fmt: skip
     return Grade(
         dimension="completeness", verdict="needs_judge", tier="offline",
