@@ -141,9 +141,10 @@ def test_step_02_changes_one_lever_and_records_its_effect(
 
 
 LABELS = ROOT / "experiments" / "labels"
-# Labels the graders were developed against, and the set labelled afterwards and never tuned on.
+# Labels the graders were developed against; the set labelled at the first freeze (its totals were
+# seen before one more change); the set labelled at the final freeze, never seen before it.
 TUNED = ["grader_labels", "smollm2_labels", "hard_negatives", "extractive_public"]
-HELD_OUT = ["heldout_extractive"]
+HELD_OUT = ["heldout_extractive", "heldout2_extractive"]
 
 
 def validated(names: list[str], snapshot: SnapshotSource) -> dict[str, object]:
@@ -159,8 +160,8 @@ def test_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> N
     assert summary["examples"] == 269
     assert summary["dimensions"] == {
         "faithfulness": {"labelled": 269, "agree": 228, "needs_judge": 32},
-        "correctness": {"labelled": 235, "agree": 110, "needs_judge": 123},
-        "completeness": {"labelled": 218, "agree": 134, "needs_judge": 75},
+        "correctness": {"labelled": 235, "agree": 140, "needs_judge": 92},
+        "completeness": {"labelled": 218, "agree": 149, "needs_judge": 60},
         "attribution": {"labelled": 189, "agree": 184, "needs_judge": 0},
         "calibration": {"labelled": 205, "agree": 205, "needs_judge": 0},
     }
@@ -168,27 +169,35 @@ def test_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> N
 
 
 def test_held_out_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
-    """52 real extractive answers on public tasks, labelled after the graders were frozen."""
-    summary = validated(HELD_OUT, snapshot)
-    assert summary["dimensions"] == {
+    """Real extractive answers on public tasks, labelled blind after the graders were frozen."""
+    first, second = (validated([name], snapshot) for name in HELD_OUT)
+    assert first["dimensions"] == {
         "faithfulness": {"labelled": 52, "agree": 52, "needs_judge": 0},
-        "correctness": {"labelled": 44, "agree": 14, "needs_judge": 28},
-        "completeness": {"labelled": 44, "agree": 13, "needs_judge": 29},
+        "correctness": {"labelled": 44, "agree": 25, "needs_judge": 17},
+        "completeness": {"labelled": 44, "agree": 25, "needs_judge": 17},
         "attribution": {"labelled": 44, "agree": 44, "needs_judge": 0},
         "calibration": {"labelled": 52, "agree": 52, "needs_judge": 0},
     }
-    assert summary["correctness_false_passes"] == 2
+    assert first["correctness_false_passes"] == 2
+    assert second["dimensions"] == {
+        "faithfulness": {"labelled": 50, "agree": 50, "needs_judge": 0},
+        "correctness": {"labelled": 42, "agree": 21, "needs_judge": 20},
+        "completeness": {"labelled": 42, "agree": 21, "needs_judge": 20},
+        "attribution": {"labelled": 42, "agree": 42, "needs_judge": 0},
+        "calibration": {"labelled": 50, "agree": 50, "needs_judge": 0},
+    }
+    assert second["correctness_false_passes"] == 1
 
 
 def test_every_label_file_is_valid_and_every_example_has_a_reason() -> None:
     files = sorted(LABELS.glob("*.jsonl"))
     assert {f.stem for f in files} == set(TUNED + HELD_OUT)
     examples = [e for f in files for e in load_labels(f)]
-    assert len(examples) >= 300
+    assert len(examples) >= 350
     assert all(e.note.strip() for e in examples)  # every label says why
     # the model's own text, never written for the graders: SmolLM2 and the extractive answerer
-    written_by_models = [e for e in examples if e.id.startswith(("ext-", "hx-")) or "-t0-" in e.id]
-    assert len(written_by_models) >= 150
+    by_models = [e for e in examples if e.id.startswith(("ext-", "hx-", "hy-")) or "-t0-" in e.id]
+    assert len(by_models) >= 250
 
 
 def test_model_figures_of_the_recorded_local_run_are_the_reported_ones() -> None:
