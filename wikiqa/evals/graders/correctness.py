@@ -2,15 +2,18 @@
 
 Both pass only on positive evidence; what the offline tier cannot decide goes to judge B, or is
 reported `needs_judge`, never a default pass.
-- correctness (SimpleQA's correct / incorrect): *incorrect* when a negative assert matches (the
-  answer states what contradicts the reference) or, where the asked value is a date, year or
-  number, when it states another value of that kind and none of the gold ones, or when a short
-  answer (the value itself) is none of the gold ones; *correct* when it states one of the task's
-  `answers` aliases (`wikiqa.evals.aliases`); *not attempted* when it reads as a refusal;
-  otherwise undecided.
-- completeness: the positive asserts are the key points, and all must be covered; a task without
-  them passes when an alias is stated, and is undecided otherwise.
-A refusal asserts nothing (correctness n/a, SimpleQA's "not attempted") and covers nothing.
+- correctness, as SimpleQA's outcomes:
+  - *incorrect* when a negative assert matches (a contradiction); when the asked value is a date,
+    year or number and the answer states another of that kind; when a short answer (the value
+    itself) is none of the gold forms; or when an answer with no gold form is about something
+    else (it repeats at most half of what the question asks about);
+  - *correct* when it states one of the task's `answers` aliases (`wikiqa.evals.aliases`), unless
+    there is a doubt (`_doubt`: an alias in passing, a false premise not denied, a missing key
+    point), which leaves it undecided;
+  - *not attempted* (n/a) for a refusal, or an answer that reads as one; undecided otherwise.
+- completeness: the positive asserts are the key points and all must be covered (a single one is
+  also covered by an alias); without asserts, an alias stated passes, an answer about something
+  else fails, and the rest is undecided.
 """
 
 from __future__ import annotations
