@@ -68,7 +68,8 @@ test-local: $(LOCAL_STAMP)
 
 check: test
 
-# The main job: the current hillclimb step's notebook, offline, executed into results/.
+# The main job: the current hillclimb step's notebook, offline, executed into results/scratch/
+# (exploration; `wikiqa experiment run NOTEBOOK --record` writes into the committed climb).
 eval: install
 	$(BIN)/wikiqa experiment run --current
 

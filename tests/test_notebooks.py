@@ -257,3 +257,51 @@ def test_a_copied_step_is_recorded_under_its_own_file_name(tmp_path: Path) -> No
     execute(copy, {"TRIALS": 1, "LIMIT": 2, "OUT": str(out)}, out)
     rows = changelog.read(out)
     assert [r["experiment"] for r in rows] == ["05_my_change"]
+
+
+def test_exploratory_runs_stay_out_of_the_climb_and_recorded_ones_go_in(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from wikiqa.cli import main
+
+    monkeypatch.setenv("WIKIQA_RESULTS", str(tmp_path))
+    step = str(EXPERIMENTS / "01_agent_baseline.ipynb")
+    small = ["-p", "TRIALS", "1", "-p", "LIMIT", "1"]
+    # make eval / a plain run: exploration, into the git-ignored scratch area
+    assert main(["experiment", "run", step, *small]) == 0
+    assert "exploratory" in capsys.readouterr().out
+    assert len(changelog.read(tmp_path / "scratch")) == 1 and not (tmp_path / "runs").exists()
+    assert list((tmp_path / "scratch" / "notebooks").glob("01_agent_baseline*.ipynb"))
+    # --record: the committed climb
+    assert main(["experiment", "run", step, *small, "--record"]) == 0
+    assert len(changelog.read(tmp_path)) == 1
+    # -p OUT: the notebook and the parquet land together
+    elsewhere = tmp_path / "elsewhere"
+    assert main(["experiment", "run", step, *small, "-p", "OUT", str(elsewhere)]) == 0
+    assert list((elsewhere / "runs").glob("*.parquet"))
+    assert list((elsewhere / "notebooks").glob("*.ipynb"))
+    # RECORD=false: no row, but the table all the same, and no change log named
+    capsys.readouterr()
+    assert main(["experiment", "run", step, *small, "-p", "RECORD", "false"]) == 0
+    out = capsys.readouterr().out
+    assert "category" in out and "not recorded" in out
+    # a grid: one row per point, each labelled by its parameters
+    grid = [
+        "-p",
+        "TRIALS",
+        "1",
+        "-p",
+        "LIMIT",
+        "1",
+        "-p",
+        "LIMIT",
+        "2",
+        "--out",
+        str(tmp_path / "g"),
+    ]
+    assert main(["experiment", "run", step, *grid]) == 0
+    changes = [r["change"] for r in changelog.read(tmp_path / "g")]
+    assert changes == [
+        "agent baseline: search, fetch, quote or refuse [TRIALS=1, LIMIT=1]",
+        "agent baseline: search, fetch, quote or refuse [TRIALS=1, LIMIT=2]",
+    ]

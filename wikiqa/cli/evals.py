@@ -28,7 +28,7 @@ from wikiqa.sources import SnapshotError
 
 
 def _run_config(args: argparse.Namespace) -> Any:
-    from wikiqa.evals import RunConfig
+    from wikiqa.evals import RunConfig, scratch_dir
 
     settings = Settings()
     fields = {
@@ -51,6 +51,9 @@ def _run_config(args: argparse.Namespace) -> Any:
     }
     if args.out is not None:
         fields["out"] = args.out
+    elif not getattr(args, "record", False) and not args.holdout:
+        # an ad hoc run is exploration: it stays out of the committed climb (results/scratch/)
+        fields["out"] = scratch_dir()
     try:
         return RunConfig(**{k: v for k, v in fields.items() if v is not None})
     except ValidationError as err:
@@ -70,14 +73,20 @@ def _evaluate(config: Any, resume: str | None, progress: bool) -> Any:
         SelfJudging,
         TaskError,
         journal_dir,
+        results_dir,
         run_eval,
+        scratch_dir,
     )
 
     try:
         if resume:
-            meta_path = journal_dir(config.out, resume) / "meta.json"
-            if not meta_path.exists():
+            # a run is resumed where it was written: the climb or the scratch area
+            places = [config.out, results_dir(), scratch_dir()]
+            out = next((o for o in places if (journal_dir(o, resume) / "meta.json").exists()), None)
+            if out is None:
                 raise CliError(f"no run {resume!r} under {config.out / 'journals'}")
+            config = config.model_copy(update={"out": out})
+            meta_path = journal_dir(out, resume) / "meta.json"
             saved = RunMeta.model_validate_json(meta_path.read_text()).config
             config = RunConfig(
                 **(saved.model_dump() | {"concurrency": config.concurrency, "out": config.out})
@@ -180,7 +189,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--read-first", type=count, default=None, help=READ_FIRST_HELP)
     p.add_argument("--limit", type=positive_int, default=None, help="run only the first N tasks")
-    p.add_argument("--out", type=Path, default=None, help="results directory (default: results/)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results directory (default: results/scratch/, or results/ with --record or --holdout)",
+    )
     p.add_argument("--experiment", default=None, help="experiment name recorded with the run")
     p.add_argument("--change", default=None, help="what this run changed (for the change log)")
     p.add_argument("--kind", default=None, help="baseline, prompt, retrieval, grader, model, ...")

@@ -6,14 +6,18 @@ Each executed run is summarised from the change log rows it appended, so the she
 from __future__ import annotations
 
 import argparse
+import ast
 from pathlib import Path
+from typing import Any
 
-from wikiqa.cli.common import EXIT_UNAVAILABLE, CliError
+from wikiqa.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, CliError
 
 
 def cmd_experiment_run(args: argparse.Namespace) -> int:
+    import time
+
     from wikiqa import experiment
-    from wikiqa.evals import changelog, results_dir
+    from wikiqa.evals import changelog, results_dir, scratch_dir
 
     notebooks = list(args.notebooks)
     if args.current:
@@ -23,10 +27,15 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     for path in notebooks:
         if not Path(path).is_file():
             raise CliError(f"{path}: no such notebook")
-    out = args.out or results_dir()
     runs = experiment.grid(args.parameters or [])
-    if args.out is not None:
-        runs = [r | {"OUT": str(args.out)} for r in runs]
+    # One place for everything a run writes (notebook, parquet, change log): --out, or -p OUT,
+    # or the committed climb with --record, or else the git-ignored scratch area.
+    given = {str(r["OUT"]) for r in runs if r.get("OUT")}
+    if len(given) > 1:
+        raise CliError("give one -p OUT (or --out) per invocation", EXIT_USAGE)
+    out = args.out or (Path(given.pop()) if given else None)
+    out = out or (results_dir() if args.record else scratch_dir())
+    runs = [r | {"OUT": str(out)} for r in runs]
     for notebook in notebooks:
         extra = experiment.missing_extra(Path(notebook))
         if extra is not None:  # `experiments/0*.ipynb` on a fresh clone: say so, go on
@@ -36,9 +45,11 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                 flush=True,
             )
             continue
-        for parameters in runs:
+        for parameters in _labelled(Path(notebook), runs):
             before = len(changelog.read(out))
-            label = " ".join(f"{k}={v!r}" for k, v in parameters.items()) or "default parameters"
+            started = time.time()
+            shown = {k: v for k, v in parameters.items() if k != "OUT"}
+            label = " ".join(f"{k}={v!r}" for k, v in shown.items()) or "default parameters"
             print(f"== {Path(notebook).name} ({label})", flush=True)
             try:
                 executed = experiment.execute(Path(notebook), parameters, out)
@@ -49,13 +60,41 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                     EXIT_UNAVAILABLE if getattr(err, "ename", "") == "InfrastructureFailure" else 1
                 )
                 raise CliError(f"{notebook}: {last}", code) from err
-            for row in changelog.read(out)[before:]:
-                parquet = out / row["parquet"]
+            rows = changelog.read(out)[before:]
+            # RECORD=False writes no row: show the run's parquet all the same
+            parquets = [out / r["parquet"] for r in rows] or [
+                p for p in sorted((out / "runs").glob("*.parquet")) if p.stat().st_mtime >= started
+            ]
+            for parquet in parquets:
                 print(experiment.summary_of(experiment.load_run(parquet)))
                 print(f"parquet:            {parquet}")
             print(f"executed notebook:  {executed}")
-            print(f"change log:         {out / 'CHANGELOG.md'}")
+            if rows:
+                print(f"change log:         {out / 'CHANGELOG.md'}")
+            else:
+                print(
+                    "change log:         not recorded (RECORD=False, or the same inputs as a row)"
+                )
+    if not args.record and args.out is None and not given:
+        print(f"(exploratory: written to {out}; --record adds it to the committed climb)")
     return 0
+
+
+def _labelled(notebook: Path, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A grid's runs, each with its parameters in CHANGE, so the rows it records say which is
+    which ("extractive hits_read 3 -> 5 [HITS_READ=8]")."""
+    if len(runs) < 2:
+        return runs
+    import papermill as pm
+
+    defaults = pm.inspect_notebook(str(notebook))
+    base = ast.literal_eval(defaults["CHANGE"]["default"]) if "CHANGE" in defaults else ""
+    labelled = []
+    for run in runs:
+        levers = ", ".join(f"{k}={v}" for k, v in run.items() if k not in {"OUT", "CHANGE"})
+        change = str(run.get("CHANGE", base))
+        labelled.append(run | {"CHANGE": f"{change} [{levers}]" if levers else change})
+    return labelled
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,5 +111,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "-p", "--parameter", dest="parameters", nargs=2, action="append", metavar=("NAME", "VALUE"),
         help="a parameter (values are JSON when they parse: 1, null, true, \"text\")",
     )  # fmt: skip
-    exp_run.add_argument("--out", type=Path, help="results directory (default: results/)")
+    exp_run.add_argument(
+        "--record",
+        action="store_true",
+        help="write into the committed climb (results/); without it runs are exploratory and go "
+        "to results/scratch/ (git-ignored)",
+    )
+    exp_run.add_argument(
+        "--out", type=Path, help="results directory (default: results/scratch/, or results/)"
+    )
     exp_run.set_defaults(func=cmd_experiment_run)

@@ -26,6 +26,7 @@ from wikiqa.evals.runs import (
     TrialRecord,
     git_sha,
     results_dir,
+    scratch_dir,
 )
 from wikiqa.evals.tasks import (
     CATEGORIES,
@@ -67,6 +68,7 @@ __all__ = [
     "resolve_suite",
     "results_dir",
     "run_eval",
+    "scratch_dir",
     "suite_hash",
     "summarize",
 ]

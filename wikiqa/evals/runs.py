@@ -18,6 +18,12 @@ from wikiqa.evals.report import Summary
 REPO_RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
+def scratch_dir() -> Path:
+    """Where exploratory runs go (git-ignored): ad hoc evals and unrecorded experiment runs stay
+    out of the committed climb unless recorded on purpose."""
+    return results_dir() / "scratch"
+
+
 def results_dir() -> Path:
     """`WIKIQA_RESULTS` if set (tests and notebook checks write elsewhere), else results/."""
     configured = Settings().results

@@ -23,6 +23,7 @@ from wikiqa.experiment.step import (
     record,
     run_step,
     table,
+    with_lever,
 )
 from wikiqa.experiment.views import (
     climb,
@@ -60,4 +61,5 @@ __all__ = [
     "step_name",
     "summary_of",
     "table",
+    "with_lever",
 ]

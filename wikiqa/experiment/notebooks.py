@@ -64,6 +64,7 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
             parameters=parameters,
             cwd=str(notebook.parent),
             progress_bar=False,
+            kernel_manager_class=_ipc_kernel_manager(),
         )
     finally:
         if saved is None:
@@ -71,6 +72,19 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
         else:
             os.environ[STEP_ENV] = saved
     return target
+
+
+def _ipc_kernel_manager() -> type:
+    """A kernel manager on local IPC sockets instead of TCP: the kernel and papermill share the
+    machine, and ipykernel no longer warns on every run about unencrypted TCP."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+
+    return IPCKernelManager
 
 
 def _slug(value: Any) -> str:
@@ -96,6 +110,9 @@ def missing_extra(notebook: Path) -> str | None:
     extra = requires(notebook)
     if extra is None:
         return None
+    allowed = os.environ.get("WIKIQA_EXTRAS")  # e.g. "" for none: a run as on a fresh clone
+    if allowed is not None:
+        return None if extra in allowed.split(",") else extra
     module = EXTRA_MODULES.get(extra, extra)
     return extra if importlib.util.find_spec(module) is None else None
 

@@ -40,6 +40,22 @@ def run_step(
     return run_eval(config, progress=False)
 
 
+def with_lever(model: str, lever: str, value: object) -> str:
+    """`model` with one extractive lever set (`extractive:scoring=idf` + hits_read=5 ->
+    `extractive:scoring=idf,hits_read=5`), so a step's own lever survives a MODEL that sets
+    others. The same lever set both ways is a mistake, said at once; another model is returned
+    unchanged (the lever is the extractive answerer's)."""
+    kind, _, options = model.partition(":")
+    if kind != "extractive":
+        print(f"{lever} applies to the extractive answerer only; running {model} unchanged")
+        return model
+    given = dict(item.split("=", 1) for item in filter(None, options.split(",")) if "=" in item)
+    if lever in given and given[lever] != str(value):
+        raise ValueError(f"{lever} is set twice: {given[lever]} in MODEL, {value} as the lever")
+    given[lever] = str(value)
+    return "extractive:" + ",".join(f"{k}={v}" for k, v in given.items())
+
+
 def table(summary: Summary) -> pd.DataFrame:
     """Category x dimension, as "passes/applicable [95% interval]" (the headline table)."""
     rows = {}

@@ -58,7 +58,12 @@ def climb(out: Path | None = None) -> pd.DataFrame:
         record["tasks"] = count_text(*tasks) if tasks else None
         record["tasks_rate"] = tasks[0] / tasks[1] if tasks and tasks[1] else None
         records.append(record)
-    return pd.DataFrame.from_records(records)
+    frame = pd.DataFrame.from_records(records)
+    if "suite" in frame:  # grouped by suite (rows of one suite compare; others do not), in order
+        frame = frame.sort_values("suite", kind="stable", key=lambda s: s.fillna("")).reset_index(
+            drop=True
+        )
+    return frame
 
 
 def plot_climb(climb_frame: pd.DataFrame) -> Any:

@@ -1,0 +1,39 @@
+"""What the step notebooks share, outside papermill: levers, and where runs are written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from wikiqa.experiment import with_lever
+
+
+def test_a_steps_lever_joins_the_levers_model_sets() -> None:
+    assert with_lever("extractive", "hits_read", 5) == "extractive:hits_read=5"
+    # -p MODEL extractive:scoring=idf on step 02 used to drop HITS_READ silently
+    assert with_lever("extractive:scoring=idf", "hits_read", 5) == (
+        "extractive:scoring=idf,hits_read=5"
+    )
+    assert with_lever("extractive:hits_read=5", "hits_read", 5) == "extractive:hits_read=5"
+    with pytest.raises(ValueError, match="hits_read is set twice"):
+        with_lever("extractive:hits_read=3", "hits_read", 5)
+    assert with_lever("anthropic:claude-sonnet-4-6", "hits_read", 5) == (
+        "anthropic:claude-sonnet-4-6"
+    )
+
+
+def test_the_climb_is_grouped_by_suite_in_order(tmp_path: Path) -> None:
+    from wikiqa.experiment import climb
+
+    rows = [
+        {"date": "d", "run_id": f"r{i}", "experiment": f"0{i}_x", "change": "", "kind": "k",
+         "suite": suite, "model": "m", "trials": 1, "dimensions": {}, "tasks_pass": [i, 9]}
+        for i, suite in enumerate(["dev", "public", "dev", "public"])
+    ]  # fmt: skip
+    (tmp_path / "changelog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    frame = climb(tmp_path)
+    assert list(frame["suite"]) == ["dev", "dev", "public", "public"]
+    assert list(frame["run_id"]) == ["r0", "r2", "r1", "r3"]
+    assert frame["tasks"].iloc[0] == "0/9 [0.00, 0.30]"
