@@ -258,9 +258,11 @@ def test_proposals_recover_what_the_model_proposed_even_when_the_agent_rejected_
 
 
 def test_each_recorded_run_carries_its_paired_delta_against_the_previous_one(
-    suite: Path, tmp_path: Path, tiny: SnapshotSource
+    suite: Path, tmp_path: Path, tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wikiqa.evals import changelog
+    from wikiqa.evals import changelog, runner
+
+    monkeypatch.setattr(runner, "git_sha", lambda: "abc1234")  # as on a clean clone (CI)
 
     cfg = config(suite, tmp_path, trials=1)
     first = run_eval(cfg, source=tiny, progress=False)
@@ -293,7 +295,15 @@ def test_rerunning_a_recorded_step_with_identical_inputs_adds_no_row(
     changed = cfg.model_copy(update={"change": "another lever"})
     changelog.record_run(run_eval(changed, source=tiny, progress=False), cfg.out)
     assert len(changelog.read(cfg.out)) == 2
+    # a parameter outside the change text is a different run too (found on a clean CI clone)
+    lever = changed.model_copy(update={"read_first": 1})
+    changelog.record_run(run_eval(lever, source=tiny, progress=False), cfg.out)
+    assert len(changelog.read(cfg.out)) == 3
+    # ... but where it writes and how fast are not
+    faster = changed.model_copy(update={"concurrency": 2})
+    changelog.record_run(run_eval(faster, source=tiny, progress=False), cfg.out)
+    assert len(changelog.read(cfg.out)) == 3
     monkeypatch.setattr(runner, "git_sha", lambda: "abc1234-dirty")  # uncommitted code: record
     changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
     changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
-    assert len(changelog.read(cfg.out)) == 4
+    assert len(changelog.read(cfg.out)) == 5

@@ -7,6 +7,7 @@ instrument, so scores are not directly comparable across them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ def row(outcome: RunOutcome) -> dict[str, Any]:
         "prompt_hash": meta.prompt_hash,
         "git_sha": meta.git_sha,
         "trials": meta.config.trials,
+        "parameters": parameters_hash(outcome),
         "dimensions": {d: [c.passes, c.applicable] for d, c in total.items()},
         "tasks_pass": [tasks.passes, tasks.applicable] if tasks else None,
         "pass_at_1": summary.pass_at_1,
@@ -89,7 +91,16 @@ def delta(entry: dict[str, Any], earlier: list[dict[str, Any]], out: Path) -> di
 
 # What makes two recorded runs the same measurement; a dirty tree is never the same twice.
 IDENTITY = ("experiment", "change", "kind", "suite", "suite_hash", "model", "judge", "source_hash",
-            "prompt_hash", "git_sha", "trials")  # fmt: skip
+            "prompt_hash", "git_sha", "trials", "parameters")  # fmt: skip
+# What does not change what a run measures: where it writes, how fast, how it retries.
+_NOT_PARAMETERS = {"out", "concurrency", "cache", "infra_attempts", "infra_backoff",
+                   "allow_holdout_rerun"}  # fmt: skip
+
+
+def parameters_hash(outcome: RunOutcome) -> str:
+    """Every run parameter that can change its verdicts (budget, read_first, limit, ...)."""
+    config = outcome.meta.config.model_dump(mode="json", exclude=_NOT_PARAMETERS)
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _same_inputs(a: dict[str, Any], b: dict[str, Any]) -> bool:
