@@ -87,8 +87,7 @@ MODEL_FAULTS: dict[str, Any] = {
     "529-overloaded": anthropic_error(529, "overloaded_error"),
     "500": anthropic_error(500, "api_error"),
     "timeout": httpx2.ReadTimeout("timed out"),
-    "refusal": anthropic_message([], stop="refusal"),
-}
+}  # a model's `refusal` stop reason is its decision, not a fault (test_providers.py)
 
 
 @pytest.mark.parametrize("fault", sorted(MODEL_FAULTS))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx2
+import openai
 import pytest
 
-from wikiqa.agent import Agent, Answer
+from wikiqa.agent import Agent, Answer, Refusal
 from wikiqa.models import (
     TOOLS,
     AnthropicModel,
@@ -19,11 +21,21 @@ from wikiqa.models import (
     ToolResult,
     UserMessage,
 )
+from wikiqa.models.openai_model import from_openai
 from wikiqa.registry import open_model
 from wikiqa.retry import RetryPolicy
 from wikiqa.sources import SnapshotSource
 
 FAKE_KEY = "test-anthropic-key-never-shown"
+LIVE = Path(__file__).parent / "data" / "live"
+
+
+def live(name: str) -> dict[str, Any]:
+    """A body the service really sent (tests/data/live/README.md says where it was recorded)."""
+    body: dict[str, Any] = json.loads((LIVE / f"{name}.json").read_text(encoding="utf-8"))
+    return body
+
+
 HOPPER = "She developed the FLOW-MATIC programming language."
 Handler = Callable[[httpx2.Request], httpx2.Response]
 
@@ -208,24 +220,51 @@ def test_anthropic_persistent_overload_is_model_unavailable() -> None:
     assert len(seen) == 3 and waits == [1.0, 2.0]
 
 
-def test_anthropic_sdk_retries_come_first() -> None:
+def test_one_retry_layer_a_persistent_overload_costs_the_policys_attempts_only() -> None:
+    # Real error bodies (tests/data/live): with the SDK's own retries on as well, a persistent
+    # 529 cost 9 requests a turn and a long Retry-After slept inside the SDK.
+    overloaded = httpx2.Response(
+        529, json=live("anthropic_529_overloaded"), headers={"content-type": "application/json"}
+    )
     seen: list[httpx2.Request] = []
-    fast = {"retry-after-ms": "1"}
-    model = AnthropicModel(
-        "claude-sonnet-4-6",
-        api_key=FAKE_KEY,
-        sdk_max_retries=2,
-        retry=RetryPolicy(attempts=1, sleep=lambda s: None),
-        http_client=httpx2.Client(
-            transport=scripted_transport(
-                [anthropic_error(529, "overloaded_error", fast), anthropic_error(429, "rate_limit_error", fast),
-                 anthropic_message([tool_use("refuse", {"reason": "no"})])],
-                seen,
-            )
-        ),
+    waits: list[float] = []
+    model = claude(scripted_transport([overloaded], seen), waits)
+    with pytest.raises(ModelUnavailable, match="overloaded"):
+        model("S", CONVERSATION, TOOLS)
+    assert len(seen) == 3 and len(waits) == 2  # RetryPolicy(attempts=3), nothing underneath
+    limited = httpx2.Response(
+        429, json=live("anthropic_429_rate_limit"),
+        headers={"content-type": "application/json", "retry-after": "3600"},
     )  # fmt: skip
-    assert model("S", CONVERSATION, TOOLS).message.tool_calls[0].name == "refuse"
-    assert len(seen) == 3
+    seen.clear()
+    waits.clear()
+    with pytest.raises(ModelUnavailable):
+        claude(scripted_transport([limited], seen), waits)("S", CONVERSATION, TOOLS)
+    assert len(seen) == 1 and waits == []  # an hour exceeds max_wait: reported, not slept
+
+
+def test_a_model_refusal_is_the_agents_refusal_not_an_outage(tiny: SnapshotSource) -> None:
+    refusal = anthropic_message([], stop="refusal")
+    agent = Agent(claude(scripted_transport([refusal], []), []), tiny)
+    result = agent.ask("Who developed FLOW-MATIC?")
+    assert isinstance(result.output, Refusal) and result.output.reason_code == "model_refused"
+    assert not result.infrastructure_error
+
+
+def test_a_tool_call_cut_off_by_max_tokens_is_repaired_not_submitted(
+    tiny: SnapshotSource,
+) -> None:
+    truncated = anthropic_message(
+        [tool_use("submit_answer", {"answer": "Grace Hopper developed", "citations": []})],
+        stop="max_tokens",
+    )
+    refuse = anthropic_message([tool_use("refuse", {"reason": "cannot tell"}, "toolu_02")])
+    result = Agent(claude(scripted_transport([truncated, refuse], []), []), tiny).ask(
+        "Who developed FLOW-MATIC?"
+    )
+    assert isinstance(result.output, Refusal) and result.output.reason_code == "not_supported"
+    errors = [e.summary for e in result.trace if e.kind in ("repair", "error")]
+    assert any("output-token limit" in s for s in errors)
 
 
 def test_anthropic_client_errors_are_not_retried() -> None:
@@ -234,12 +273,6 @@ def test_anthropic_client_errors_are_not_retried() -> None:
     with pytest.raises(ModelUnavailable, match="HTTP 400"):
         model("S", CONVERSATION, TOOLS)
     assert len(seen) == 1
-
-
-def test_anthropic_refusal_stop_reason_is_model_unavailable() -> None:
-    model = claude(scripted_transport([anthropic_message([], stop="refusal")], []), [])
-    with pytest.raises(ModelUnavailable, match="stop_reason=refusal"):
-        model("S", CONVERSATION, TOOLS)
 
 
 def test_anthropic_malformed_tool_input_reaches_the_loop_as_an_error(tiny: SnapshotSource) -> None:
@@ -365,3 +398,76 @@ def test_tool_schemas_carry_no_length_limits() -> None:
     text = json.dumps([t.parameters for t in TOOLS])
     assert "maxLength" not in text and "minLength" not in text and '"title": "' not in text
     assert TOOLS[2].parameters["$defs"]["CitationArg"]["properties"]["title"] == {"type": "string"}
+
+
+# -- OpenAI-compatible: real bodies ---------------------------------------------------------------
+
+
+def test_llamacpps_documented_tool_call_without_a_function_wrapper_reaches_the_loop(
+    tiny: SnapshotSource,
+) -> None:
+    body = live("llamacpp_docs_tool_call")  # name and arguments on the call, finish "tool"
+    turn = from_openai(openai.types.chat.ChatCompletion.construct(**body))
+    assert [(c.name, c.arguments, c.error) for c in turn.message.tool_calls] == [
+        ("python", {"code": ' \nprint("Hello, World!")'}, None)
+    ]
+    # through the agent: an unknown tool is an error result, never an AttributeError
+    refuse = openai_completion(openai_call("refuse", '{"reason": "no"}'))
+    seen: list[httpx2.Request] = []
+    agent = Agent(
+        local(scripted_transport([httpx2.Response(200, json=body), refuse], seen), []), tiny
+    )
+    result = agent.ask("Who developed FLOW-MATIC?")
+    assert isinstance(result.output, Refusal) and result.output.reason_code == "not_supported"
+    assert any("unknown tool 'python'" in e.summary for e in result.trace)
+
+
+def test_a_malformed_call_is_sent_back_as_valid_json() -> None:
+    bad = openai_completion(openai_call("get_article", '{"title": "Grace Hopper"'))
+    fine = openai_completion(openai_call("refuse", '{"reason": "no"}', "call_x2"))
+    seen: list[httpx2.Request] = []
+    model = local(scripted_transport([bad, fine], seen), [])
+    first = model("S", CONVERSATION, TOOLS)
+    assert first.message.tool_calls[0].error
+    error = ToolResult(call_id="call_x1", name="get_article", content="bad", is_error=True)
+    model("S", [*CONVERSATION, first.message, error], TOOLS)
+    sent = json.loads(seen[1].content)["messages"]
+    arguments = sent[2]["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(arguments) == {}  # Ollama and vLLM json-load these and fail the request
+
+
+def test_reasoning_models_get_max_completion_tokens_and_servers_that_ask_are_believed() -> None:
+    seen: list[httpx2.Request] = []
+    o3 = OpenAIModel(
+        "o3-mini", base_url="http://127.0.0.1:9/v1", sdk_max_retries=0,
+        http_client=httpx2.Client(
+            transport=scripted_transport([httpx2.Response(200, json=live("o3mini_text"))], seen)
+        ),
+    )  # fmt: skip
+    assert o3("S", CONVERSATION, TOOLS).message.text == "Hello there! How can I help you today?"
+    sent = json.loads(seen[0].content)
+    assert "max_completion_tokens" in sent and "max_tokens" not in sent
+    # an unknown name: the server's real 400 says which parameter it wants, and is believed
+    rejected = httpx2.Response(
+        400, json=live("openai_400_max_tokens_unsupported"),
+        headers={"content-type": "application/json"},
+    )  # fmt: skip
+    seen.clear()
+    other = OpenAIModel(
+        "gpt-next", base_url="http://127.0.0.1:9/v1", sdk_max_retries=0,
+        http_client=httpx2.Client(
+            transport=scripted_transport(
+                [rejected, httpx2.Response(200, json=live("o3mini_text"))], seen
+            )
+        ),
+    )  # fmt: skip
+    assert other("S", CONVERSATION, TOOLS).message.text.startswith("Hello")
+    assert "max_tokens" in json.loads(seen[0].content)
+    assert "max_completion_tokens" in json.loads(seen[1].content)
+
+
+def test_geminis_compatible_endpoint_call_ids_and_missing_content() -> None:
+    body = live("gemini_compat_tool_call")
+    turn = from_openai(openai.types.chat.ChatCompletion.construct(**body))
+    assert turn.message.text == "" and turn.message.tool_calls[0].name == "get_current_time"
+    assert turn.message.tool_calls[0].id == "function-call-2900024254458648715"

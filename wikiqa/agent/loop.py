@@ -66,6 +66,9 @@ from wikiqa.sources import Depth, SourceUnavailable, WikiSource
 
 DEFAULT_BUDGET = 8
 CLOSING = 2  # the last calls of the budget, kept for a submission and its one repair
+# Stop reasons by which a model (Claude's `refusal`, an OpenAI-compatible content filter)
+# declines: a decision to report as the agent's refusal, not an infrastructure error.
+MODEL_REFUSALS = frozenset({"refusal", "content_filter"})
 
 
 class Agent:
@@ -196,6 +199,11 @@ class _Run:
         while True:
             offered = self._offered()
             turn = self._model_turn(tools=offered)
+            if turn.stop_reason in MODEL_REFUSALS:
+                return Refusal(
+                    reason=f"The model declined to answer (stop reason {turn.stop_reason}).",
+                    reason_code="model_refused",
+                )
             state.messages.append(turn.message)
             if not turn.message.tool_calls:
                 if nudged:

@@ -19,6 +19,7 @@ RefusalCode = Literal[
     "injection_blocked",  # the output kept repeating planted instructions
     "budget_exhausted",  # the tool-call budget ran out before a decision
     "no_decision",  # the model kept replying without calling a tool
+    "model_refused",  # the model (or its provider's filter) declined: its decision, not an outage
     "invalid_question",
     "source_unavailable",  # infrastructure: Wikipedia failed after retries
     "model_unavailable",  # infrastructure: the model API failed after retries

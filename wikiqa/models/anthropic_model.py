@@ -3,9 +3,11 @@
 Judges' structured output goes through `output_config` (JSON schema); sampling parameters are
 never sent, because the current API version rejects them on every model.
 
-The SDK retries 429/5xx itself (`sdk_max_retries`); on top of that, rate-limited (429) and
-overloaded (529) answers, 5xx, timeouts and connection failures go through `wikiqa.retry`, which
-honours Retry-After, before the call is reported as `ModelUnavailable`.
+One retry layer: the SDK's own retries are off (`sdk_max_retries=0`), so rate-limited (429) and
+overloaded (529) answers, 5xx, timeouts and connection failures go through `wikiqa.retry` alone,
+which honours Retry-After up to its `max_wait`, before the call is reported as
+`ModelUnavailable`. (With both layers a persistent 529 cost 9 requests a turn, and a 429 with
+`retry-after: 3600` slept an hour inside the SDK.)
 """
 
 from __future__ import annotations
@@ -74,15 +76,19 @@ def to_anthropic(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def from_anthropic(response: Any) -> ModelTurn:
-    if response.stop_reason == "refusal":
-        raise ModelUnavailable("the model declined to continue (stop_reason=refusal)")
+    """One turn. A model refusal (`stop_reason: refusal`) is the model's decision, not an outage:
+    the turn carries it and the loop refuses. A tool call cut off by `max_tokens` is incomplete
+    whatever it parsed to, so it reaches the loop as an error to repair, never as a submission."""
     texts, calls = [], []
-    for block in response.content:
+    truncated = response.stop_reason == "max_tokens"
+    for block in response.content or []:
         if block.type == "text":
             texts.append(block.text)
         elif block.type == "tool_use":
             arguments = block.input if isinstance(block.input, dict) else {}
             error = None if isinstance(block.input, dict) else "tool input is not a JSON object"
+            if truncated:
+                error = "the reply hit the output-token limit and the call is cut short"
             calls.append(ToolCall(id=block.id, name=block.name, arguments=arguments, error=error))
     usage = response.usage
     return ModelTurn(
@@ -106,7 +112,7 @@ class AnthropicModel:
         api_key: str | None = None,
         max_tokens: int | None = None,
         timeout: float | None = None,
-        sdk_max_retries: int = 2,
+        sdk_max_retries: int = 0,
         retry: RetryPolicy | None = None,
         http_client: httpx2.Client | None = None,
     ) -> None:

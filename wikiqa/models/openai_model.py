@@ -51,9 +51,10 @@ def to_openai(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
                         "type": "function",
                         "function": {
                             "name": c.name,
-                            "arguments": c.raw_arguments
-                            if c.raw_arguments is not None
-                            else json.dumps(c.arguments),
+                            # Valid JSON always: Ollama answers 400 and vLLM fails the request
+                            # on the malformed text a model produced; the loop already told the
+                            # model what was wrong with it.
+                            "arguments": json.dumps(c.arguments) if not c.error else "{}",
                         },
                     }
                     for c in message.tool_calls
@@ -63,7 +64,16 @@ def to_openai(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def _parse_call(index: int, call: Any) -> ToolCall:
-    raw = call.function.arguments or "{}"
+    # llama.cpp's documented reply puts name and arguments on the call itself, no `function`
+    function = getattr(call, "function", None) or call
+    extra = getattr(call, "model_extra", None) or {}
+    name = getattr(function, "name", None) or extra.get("name")
+    raw = getattr(function, "arguments", None) or extra.get("arguments") or "{}"
+    if not name:
+        return ToolCall(
+            id=getattr(call, "id", None) or f"call_{index}", name="(unnamed)", arguments={},
+            raw_arguments=str(raw), error="malformed tool call: no function name",
+        )  # fmt: skip
     try:
         # strict=False: small local models put raw newlines inside JSON strings.
         arguments = json.loads(raw, strict=False)
@@ -71,8 +81,8 @@ def _parse_call(index: int, call: Any) -> ToolCall:
     except json.JSONDecodeError as err:
         arguments, error = None, f"invalid JSON ({err.msg} at char {err.pos})"
     return ToolCall(
-        id=call.id or f"call_{index}",
-        name=call.function.name,
+        id=getattr(call, "id", None) or f"call_{index}",
+        name=str(name),
         arguments=arguments if isinstance(arguments, dict) else {},
         raw_arguments=raw,
         error=error,
@@ -83,10 +93,15 @@ def from_openai(response: Any) -> ModelTurn:
     if not response.choices:
         raise Transient("malformed response (no choices)")
     choice = response.choices[0]
-    if choice.finish_reason == "content_filter":
-        raise ModelUnavailable("the server's content filter stopped the reply")
+
     message = choice.message
     calls = [_parse_call(i, c) for i, c in enumerate(message.tool_calls or [])]
+    if choice.finish_reason == "length":  # cut off by the token limit: never a whole call
+        calls = [
+            c.model_copy(update={"error": "the reply hit the output-token limit and the call "
+                                          "is cut short"})
+            for c in calls
+        ]  # fmt: skip
     usage = response.usage
     cached = 0
     if usage is not None and usage.prompt_tokens_details is not None:
@@ -120,7 +135,7 @@ class OpenAIModel:
         api_key: str | None = None,
         max_tokens: int | None = None,
         timeout: float | None = None,
-        sdk_max_retries: int = 2,
+        sdk_max_retries: int = 0,
         retry: RetryPolicy | None = None,
         http_client: httpx2.Client | None = None,
     ) -> None:
@@ -135,6 +150,7 @@ class OpenAIModel:
             )
         self.max_tokens = max_tokens or settings.model_max_tokens
         self.retry = retry or MODEL_RETRY
+        self._completion_tokens = _reasoning(model)
         self._client = openai.OpenAI(
             api_key=key or "not-needed",
             base_url=self.base_url,
@@ -154,9 +170,12 @@ class OpenAIModel:
         tools: Sequence[ToolSpec],
         options: CallOptions | None = None,
     ) -> ModelTurn:
+        # Reasoning models (o-series, gpt-5 onwards) reject `max_tokens` and take
+        # `max_completion_tokens`; a server that says so for another model is believed once.
+        limit = "max_completion_tokens" if self._completion_tokens else "max_tokens"
         request: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": self.max_tokens,
+            limit: self.max_tokens,
             "messages": to_openai(system, messages),
         }
         if tools:  # judges call without tools
@@ -187,6 +206,12 @@ class OpenAIModel:
     def _create(self, request: dict[str, Any]) -> Any:
         try:
             return self._client.chat.completions.create(**request)
+        except openai.BadRequestError as err:
+            if "max_tokens" in request and "max_completion_tokens" in str(err.message):
+                self._completion_tokens = True
+                request["max_completion_tokens"] = request.pop("max_tokens")
+                return self._create(request)
+            raise api_status_error("openai-compatible", err.status_code, None, err.message) from err
         except openai.APIStatusError as err:
             retry_after = err.response.headers.get("retry-after")
             raise api_status_error(
