@@ -74,7 +74,21 @@ def test_unknown_source_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 1 and "unknown source 'wikipedia'" in err
 
 
-def test_live_without_network_fails_fast_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
+def test_live_without_a_contact_is_a_clear_error_before_any_request(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WIKIQA_CONTACT", raising=False)
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as http:
+        code, out, err = run(capsys, "article", "Mount Everest", "--source", "live")
+        assert len(http.calls) == 0
+    assert code == 1 and out == "" and "set WIKIQA_CONTACT" in err
+    assert "Traceback" not in err
+
+
+def test_live_without_network_fails_fast_with_a_message(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WIKIQA_CONTACT", "mailto:tests@example.org")
     with responses.RequestsMock() as http:
         http.get(
             "https://en.wikipedia.org/w/api.php",

@@ -31,7 +31,9 @@ QUESTION = "What is the highest mountain on Earth?"
 
 
 def live() -> LiveSource:
-    return LiveSource(attempts=3, backoff=0.0, sleep=lambda s: None)
+    return LiveSource(
+        attempts=3, backoff=0.0, contact="mailto:tests@example.org", sleep=lambda s: None
+    )
 
 
 MEDIAWIKI_FAULTS: dict[str, dict[str, Any]] = {

@@ -20,11 +20,22 @@ from wikiqa.sources.live import LiveSource, check_host
 
 API = "https://en.wikipedia.org/w/api.php"
 MW = Path(__file__).parent / "data" / "mediawiki"
+REAL = Path(__file__).parent / "data" / "live"  # bodies Wikipedia really sent (README there)
 
 
 def mw(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((MW / f"{name}.json").read_text(encoding="utf-8"))
     return data
+
+
+def real(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((REAL / f"{name}.json").read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.fixture(autouse=True)
+def contact(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WIKIQA_CONTACT", "mailto:tests@example.org")
 
 
 @pytest.fixture
@@ -270,3 +281,87 @@ def test_parse_retry_after_accepts_seconds_and_http_dates() -> None:
     assert parse_retry_after(None) is None
     assert parse_retry_after("soon") is None
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+
+
+# -- replaying bodies Wikipedia really sent (tests/data/live) ------------------------------
+
+
+def test_live_runs_need_a_contact_and_say_how_to_set_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("WIKIQA_CONTACT")
+    with pytest.raises(ValueError, match="set WIKIQA_CONTACT"):
+        LiveSource()
+    assert "(me@example.org)" in LiveSource(contact="me@example.org").session.headers["User-Agent"]
+
+
+def test_formatversion_1_search_parses(http: responses.RequestsMock, live: LiveSource) -> None:
+    http.get(API, json=real("mw_search_python_fv1"))
+    hits = live.search("python programming", limit=3)
+    assert [h.title for h in hits][:2] == ["Python (programming language)", "History of Python"]
+    assert hits[0].snippet.startswith("Python is a high-level, general-purpose programming")
+
+
+def test_formatversion_1_missing_page_is_a_miss_not_a_crash(
+    http: responses.RequestsMock, live: LiveSource
+) -> None:
+    # fv1: pages is a dict keyed by "-1" and `missing` is "" (present, falsy). This body crashed
+    # with KeyError: 0 and, read as a truthiness flag, would have become an empty article.
+    http.get(API, json=real("mw_exists_false_fv1"))
+    http.get(API, json=real("mw_search_python_fv1"))  # the case-folded retry finds nothing
+    assert live.get_article("NonExistentPage_WikiAPI_Test_12345") is None
+    assert len(http.calls) == 2
+
+
+def test_formatversion_2_search_and_pageprops_parse(
+    http: responses.RequestsMock, live: LiveSource
+) -> None:
+    http.get(API, json=real("mw_search_mercury_fv2"))
+    http.get(API, json=real("mw_pageprops_mercury_fv2"))
+    http.get(API, json=real("mw_pageprops_mercury_element_fv2"))
+    assert [h.title for h in live.search("mercury", limit=2)] == ["Mercury", "Mercury (element)"]
+    mercury = live.get_article("Mercury")
+    element = live.get_article("Mercury (element)")
+    assert mercury is not None and mercury.is_disambiguation
+    assert element is not None and not element.is_disambiguation
+    assert element.url == "https://en.wikipedia.org/wiki/Mercury_(element)"
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["mw_core_invalid", "mw_core_interwiki", "mw_core_normalized_to_empty",
+     "mw_core_batchcomplete_only"],
+)  # fmt: skip
+def test_titles_that_name_no_article_are_final_misses(
+    body: str, http: responses.RequestsMock, live: LiveSource, waits: list[float]
+) -> None:
+    # One call each: no retry (an empty batch is an answer) and no case-folded search.
+    http.get(API, json=real(body))
+    assert live.get_article("|") is None
+    assert len(http.calls) == 1 and waits == []
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        {"ns": -1, "title": "Special:Random", "special": True},
+        {"ns": 6, "title": "File:Everest.jpg", "pageid": 5, "extract": ""},
+        {"ns": 6, "title": "File:Nope.jpg", "missing": True},
+    ],
+)
+def test_special_and_file_titles_are_not_articles(
+    page: dict[str, Any], http: responses.RequestsMock, live: LiveSource
+) -> None:
+    http.get(API, json={"batchcomplete": True, "query": {"pages": [page]}})
+    assert live.get_article(page["title"]) is None
+    assert len(http.calls) == 1
+
+
+def test_real_maxlag_body_is_retried(
+    http: responses.RequestsMock, live: LiveSource, waits: list[float]
+) -> None:
+    headers = {"Retry-After": "5", "X-Database-Lag": "0"}
+    http.get(API, json=real("mw_maxlag_wikibase_cloud"), headers=headers)
+    http.get(API, json=real("mw_search_mercury_fv2"))
+    assert live.search("mercury", limit=1)[0].title == "Mercury"
+    assert waits == [5.0]

@@ -267,6 +267,41 @@ def test_a_tool_call_cut_off_by_max_tokens_is_repaired_not_submitted(
     assert any("output-token limit" in s for s in errors)
 
 
+@pytest.mark.parametrize(
+    ("body", "text", "usage"),
+    [
+        ("sonnet46_end_turn", "order-123: refund allowed", (977, 10, 0, 0)),
+        ("opus48_end_turn", "2 + 2 = 4", (13, 11, 0, 0)),
+        ("sonnet45_cache_write", "# What is Python?", (3, 391, 0, 1111)),
+    ],
+)
+def test_real_anthropic_replies_parse_with_their_usage(
+    body: str, text: str, usage: tuple[int, int, int, int]
+) -> None:
+    # Newer fields (stop_details, inference_geo, cache_creation, output_tokens_details) must
+    # neither break parsing nor leak into the counts.
+    reply = httpx2.Response(200, json=live(body), headers={"content-type": "application/json"})
+    turn = claude(scripted_transport([reply], []), [])("S", CONVERSATION, TOOLS)
+    assert turn.message.text == text and turn.message.tool_calls == []
+    assert turn.stop_reason == "end_turn" and turn.model == live(body)["model"]
+    got = turn.usage
+    assert (got.input_tokens, got.output_tokens, got.cache_read_tokens) == usage[:3]
+    assert got.cache_write_tokens == usage[3]
+
+
+def test_a_real_400_is_reported_once_with_the_servers_message() -> None:
+    seen: list[httpx2.Request] = []
+    bad = httpx2.Response(
+        400,
+        json=live("anthropic_400_tool_use_without_result"),
+        headers={"content-type": "application/json"},
+    )
+    with pytest.raises(ModelUnavailable, match="HTTP 400") as err:
+        claude(scripted_transport([bad], seen), [])("S", CONVERSATION, TOOLS)
+    assert len(seen) == 1  # a malformed request is not retried
+    assert "tool_result" in str(err.value)
+
+
 def test_anthropic_client_errors_are_not_retried() -> None:
     seen: list[httpx2.Request] = []
     model = claude(scripted_transport([anthropic_error(400, "invalid_request_error")], seen), [])

@@ -29,9 +29,12 @@ class Settings(BaseSettings):
         default=False,
         description="Allow a non-Wikimedia MediaWiki host for the live source.",
     )
-    contact: str = Field(
-        default="https://github.com/wiki-qa/wiki-qa",
-        description="Contact URL or email put in the User-Agent, as Wikimedia's policy asks.",
+    contact: str | None = Field(
+        default=None,
+        description=(
+            "Your contact (email or URL) put in the User-Agent, as Wikimedia's policy asks. "
+            "Required for live runs: a shared placeholder would make every user look alike."
+        ),
     )
 
     model: str = Field(default="extractive", description="Default model spec.")

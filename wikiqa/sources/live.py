@@ -53,9 +53,18 @@ def check_host(host: str, allow_any_host: bool = False) -> str:
     return clean
 
 
-def user_agent(contact: str) -> str:
-    """A User-Agent as Wikimedia's policy asks: client/version (contact) library/version."""
-    return f"wikiqa/{version('wikiqa')} ({contact}) mwclient/{version('mwclient')}"
+def user_agent(contact: str | None) -> str:
+    """A User-Agent as Wikimedia's policy asks: client/version (contact) library/version.
+
+    The contact must be the user's own: Wikimedia blocks agents it cannot reach, and a default
+    shared by every install would make one user's misbehaviour everyone's.
+    """
+    if not contact or not contact.strip():
+        raise ValueError(
+            "live Wikipedia needs your contact in the User-Agent (Wikimedia's policy): "
+            "set WIKIQA_CONTACT to an email or URL, e.g. WIKIQA_CONTACT=mailto:you@example.org"
+        )
+    return f"wikiqa/{version('wikiqa')} ({contact.strip()}) mwclient/{version('mwclient')}"
 
 
 def _raise_transient(response: requests.Response, *args: Any, **kwargs: Any) -> None:
@@ -74,6 +83,25 @@ def _raise_transient(response: requests.Response, *args: Any, **kwargs: Any) -> 
 def _unresolvable(err: requests.ConnectionError) -> bool:
     reason = getattr(err.args[0], "reason", None) if err.args else None
     return isinstance(reason, urllib3.exceptions.NameResolutionError)
+
+
+def _first_page(pages: Any) -> dict[str, Any] | None:
+    """The page of a one-title query, in either format version.
+
+    formatversion=2 sends a list; formatversion=1 (older wikis, proxies, recorded cassettes)
+    a dict keyed by page id, "-1" for a missing page.
+    """
+    if isinstance(pages, Mapping):
+        pages = list(pages.values())
+    if isinstance(pages, list) and pages and isinstance(pages[0], Mapping):
+        return dict(pages[0])
+    return None
+
+
+def _is_article(page: Mapping[str, Any]) -> bool:
+    """An existing main-namespace page. Flags are `true` in fv2 and `""` (present) in fv1."""
+    flagged = any(flag in page for flag in ("missing", "invalid", "special", "interwiki"))
+    return not flagged and page.get("ns", 0) == 0 and bool(page.get("title"))
 
 
 class LiveSource:
@@ -95,6 +123,7 @@ class LiveSource:
         backoff: float = 1.0,
         max_wait: float = 30.0,
         max_lag: int = 5,
+        contact: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         settings = Settings()
@@ -105,7 +134,7 @@ class LiveSource:
         self.retry = RetryPolicy(attempts=attempts, backoff=backoff, max_wait=max_wait, sleep=sleep)
         self.session = session or requests.Session()
         # mwclient only sets a User-Agent on sessions it creates; this one is ours.
-        self.session.headers["User-Agent"] = user_agent(settings.contact)
+        self.session.headers["User-Agent"] = user_agent(contact or settings.contact)
         self.session.hooks["response"].append(_raise_transient)
         self._site = mwclient.Site(
             self.host,
@@ -151,6 +180,10 @@ class LiveSource:
             if err.code in {"maxlag", "ratelimited"}:
                 raise Transient(f"API error {err.code}: {err.info}") from err
             raise SourceUnavailable(f"{self.host}: API error {err.code}: {err.info}") from err
+        if isinstance(result, Mapping) and "query" not in result and "batchcomplete" in result:
+            # A complete batch with nothing in it: what MediaWiki sends for a title that
+            # normalises to nothing. An answer, not a malformed response.
+            return {**result, "query": {}}
         if not isinstance(result, Mapping) or not isinstance(result.get("query"), Mapping):
             raise Transient("malformed response (no query result)")
         return dict(result)
@@ -165,7 +198,8 @@ class LiveSource:
             srprop="snippet",
         )  # fmt: skip
         hits = []
-        for rank, item in enumerate(data["query"].get("search", [])):
+        items = [i for i in data["query"].get("search", []) if i.get("ns", 0) == 0]
+        for rank, item in enumerate(items):
             snippet = html.unescape(_TAG.sub("", item.get("snippet", "")))
             # MediaWiki returns an order, not a relevance score: use the reciprocal rank.
             hits.append(SearchHit(title=item["title"], snippet=snippet, score=1.0 / (rank + 1)))
@@ -174,18 +208,22 @@ class LiveSource:
     def get_article(self, title: str, depth: Depth = "lead") -> Article | None:
         if not title.strip():
             return None
-        article = self._fetch(title, depth)
-        if article is not None:
+        article, missing = self._fetch(title, depth)
+        if article is not None or not missing:
             return article
         # MediaWiki titles are case-sensitive after the first letter: "grace hopper" misses.
         # Fall back to a search for a hit with the same folded title.
         wanted = normalize_title(title)
         for hit in self.search(title, limit=10):
             if normalize_title(hit.title) == wanted:
-                return self._fetch(hit.title, depth)
+                return self._fetch(hit.title, depth)[0]
         return None
 
-    def _fetch(self, title: str, depth: Depth) -> Article | None:
+    def _fetch(self, title: str, depth: Depth) -> tuple[Article | None, bool]:
+        """The article, and whether a miss is worth a case-folded retry (a plain missing page).
+
+        Invalid, special, interwiki and non-article titles are final: no search can fix them.
+        """
         params: dict[str, Any] = {
             "prop": "extracts|pageprops|info|revisions|description",
             "titles": title,
@@ -201,14 +239,16 @@ class LiveSource:
         if depth == "lead":
             params["exintro"] = "1"
         data = self._query(**params)
-        pages = data["query"].get("pages") or []
-        page = pages[0] if pages else None
-        if page is None or page.get("missing") or page.get("invalid"):
-            return None
+        page = _first_page(data["query"].get("pages"))
+        # Only articles: Special:, File:, Talk: ... titles are not text to answer from.
+        if page is None or not _is_article(page):
+            missing = page is not None and "missing" in page and page.get("ns", 0) == 0
+            return None, missing
         revisions = page.get("revisions") or [{}]
-        wikitext = revisions[0].get("slots", {}).get("main", {}).get("content", "")
+        main = revisions[0].get("slots", {}).get("main", {})
+        wikitext = main.get("content", main.get("*", ""))  # fv1 keeps content under "*"
         revid = revisions[0].get("revid") or page.get("lastrevid")
-        return Article(
+        article = Article(
             title=page["title"],
             text=(page.get("extract") or "").strip(),
             url=page.get("canonicalurl") or page.get("fullurl") or article_url(page["title"]),
@@ -219,3 +259,4 @@ class LiveSource:
             infobox=parse_infobox(wikitext) if wikitext else {},
             provenance=Provenance(source="live", host=self.host, fetched_at=datetime.now(UTC)),
         )
+        return article, False
