@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from wikiqa.cli.common import EXIT_UNAVAILABLE, CliError, wiki_source
+from wikiqa.limits import MiB, TooLarge, read_bounded
 from wikiqa.sources import SnapshotError, SourceUnavailable
 
 
@@ -31,9 +32,11 @@ def cmd_snapshot_info(args: argparse.Namespace) -> int:
 
 def _read_titles(path: Path) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, 16 * MiB, "title list").decode("utf-8")
     except FileNotFoundError:
         raise CliError(f"{path}: no such file") from None
+    except (OSError, TooLarge) as err:
+        raise CliError(f"{path}: cannot read title list: {err}") from None
     except UnicodeDecodeError as err:
         raise CliError(f"{path}: not UTF-8 (byte {err.start})") from None
     titles = [line.strip() for line in text.splitlines()]

@@ -47,7 +47,7 @@ def to_frame(
                 "citations": json.dumps(
                     [ci.model_dump() for ci in output.citations] if output.kind == "answer" else []
                 ),
-                "infra_error": result.infrastructure_error, "attempts": record.attempts,
+                "infra_error": record.failed, "attempts": record.attempts,
                 "repairs": result.repairs, "guard_blocked": result.guard_blocked,
                 "confidence": result.confidence, "needs_human_review": result.needs_human_review,
                 "input_tokens": result.usage.tokens.input_tokens,

@@ -23,18 +23,25 @@ from typing import Any
 
 from tqdm import tqdm
 
-from wikiqa.agent import Agent, Refusal, prompt_hash
+from wikiqa.agent import Agent, prompt_hash
 from wikiqa.config import Settings
 from wikiqa.evals.cache import CachingModel, ResponseCache
 from wikiqa.evals.changelog import record_run
 from wikiqa.evals.frame import to_frame, write_parquet
-from wikiqa.evals.graders import calibration, grade
+from wikiqa.evals.graders import calibration, error_grades, grade
 from wikiqa.evals.journal import Journal, journal_dir
 from wikiqa.evals.judge import Judge, check_not_self
 from wikiqa.evals.report import render, summarize
 from wikiqa.evals.runs import HoldoutRefused, RunConfig, RunMeta, RunOutcome, TrialRecord, git_sha
-from wikiqa.evals.tasks import Task, load_tasks, resolve_suite, suite_hash
-from wikiqa.models import Model
+from wikiqa.evals.tasks import (
+    Task,
+    bytes_hash,
+    parse_tasks,
+    read_suite,
+    refuse_held_out,
+    resolve_suite,
+)
+from wikiqa.models import Model, ModelUnavailable
 from wikiqa.registry import open_model, open_source
 from wikiqa.sources import InjectionSource, WikiSource
 
@@ -104,7 +111,12 @@ class Runner:
         judge = None
         if self.judge_model is not None:
             judge = Judge(self._wrap(self.judge_model, f"judge:trial={trial}"))
-        grades = grade(task, result, judge)
+        judge_error = None
+        try:
+            grades = grade(task, result, judge)
+        except ModelUnavailable as err:  # the judge, after its own retries: not the agent's fault
+            judge_error = f"judge unavailable: {err}"
+            grades = error_grades(task, judge_error)
         with self._counter_lock:
             if isinstance(model, CachingModel):
                 self.model_calls += model.calls
@@ -120,6 +132,7 @@ class Runner:
             decision=str(calibration(task, result).detail["detected"]),
             result=result,
             grades=grades,
+            judge_error=judge_error,
         )
 
     # -- a run --------------------------------------------------------------------------------
@@ -127,8 +140,12 @@ class Runner:
     def run(self, resume: str | None = None) -> RunOutcome:
         config = self.config
         suite_path = resolve_suite(config.suite, config.holdout)
-        tasks = load_tasks(suite_path)[: config.limit]
-        digest = suite_hash(suite_path)
+        raw = read_suite(suite_path)
+        all_tasks = parse_tasks(raw, suite_path)
+        if not config.holdout:
+            refuse_held_out(all_tasks, suite_path)
+        tasks = all_tasks[: config.limit]
+        digest = bytes_hash(raw)
         if config.holdout and not resume:
             _check_holdout(config.out, digest, config.allow_holdout_rerun)
         if resume:
@@ -166,7 +183,7 @@ class Runner:
             (task, t)
             for task in tasks
             for t in range(trials)
-            if (task.id, t) not in records or records[(task.id, t)].result.infrastructure_error
+            if (task.id, t) not in records or records[(task.id, t)].failed
         ]
         bar = tqdm(total=len(todo), desc=meta.run_id, unit="trial", disable=not self.progress)
         with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
@@ -178,10 +195,9 @@ class Runner:
                     journal.append(record)
                     records[(record.task_id, record.trial)] = record
                     bar.update()
-                    if self.notify is not None and record.result.infrastructure_error and not told:
+                    if self.notify is not None and record.failed and not told:
                         told = True
-                        output = record.result.output
-                        cause = output.reason if isinstance(output, Refusal) else "?"
+                        cause = record.cause
                         self.notify(f"wikiqa: infrastructure error on {record.task_id}: {cause}")
                     if self.notify is not None and not self.progress and done % step == 0:
                         self.notify(f"wikiqa: {done}/{len(todo)} trials done")
@@ -194,10 +210,8 @@ class Runner:
         frame = to_frame(meta, tasks, records)
         parquet = write_parquet(frame, config.out / "runs" / f"{meta.run_id}.parquet")
         summary = summarize(frame)
-        failed = [r for _, r in sorted(records.items()) if r.result.infrastructure_error]
-        first_error = None
-        if failed and isinstance(failed[0].result.output, Refusal):
-            first_error = f"{failed[0].task_id}: {failed[0].result.output.reason}"
+        failed = [r for _, r in sorted(records.items()) if r.failed]
+        first_error = f"{failed[0].task_id}: {failed[0].cause}" if failed else None
         outcome = RunOutcome(
             meta=meta,
             summary=summary,

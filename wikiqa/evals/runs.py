@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, model_validator
 
-from wikiqa.agent import DEFAULT_BUDGET, AgentResult
+from wikiqa.agent import DEFAULT_BUDGET, AgentResult, Refusal
 from wikiqa.config import Settings
 from wikiqa.evals.graders import Grade
 from wikiqa.evals.report import Summary
@@ -103,6 +103,20 @@ class TrialRecord(BaseModel):
     decision: str
     result: AgentResult
     grades: list[Grade]
+    judge_error: str | None = Field(
+        None,
+        description="The judge was unreachable after its retries: infrastructure, not a grade.",
+    )
+
+    @property
+    def failed(self) -> bool:
+        """Lost to infrastructure (Wikipedia, the model or the judge down): rerun, never graded."""
+        return self.result.infrastructure_error or self.judge_error is not None
+
+    @property
+    def cause(self) -> str:
+        output = self.result.output
+        return self.judge_error or (output.reason if isinstance(output, Refusal) else "?")
 
 
 class InfrastructureFailure(RuntimeError):

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from wikiqa.evals import asserts
+from wikiqa.limits import MiB, read_bounded
 from wikiqa.sources import Plant
 
 Category = Literal[
@@ -104,13 +105,27 @@ class Task(BaseModel):
         return self
 
 
-def load_tasks(path: Path | str) -> list[Task]:
-    """Parse a JSONL task file; every problem names the file and line."""
-    path = Path(path)
+MAX_SUITE_BYTES = 64 * MiB  # 100x the public suite; a bigger "suite" is a mistake
+
+
+def read_suite(path: Path | str) -> bytes:
+    """A task file's bytes, read once and bounded: parsing and hashing share them, so a pipe
+    such as /dev/stdin hashes what was parsed."""
     try:
-        raw = path.read_bytes()
+        return read_bounded(path, MAX_SUITE_BYTES, "task file")
+    except ValueError as err:
+        raise TaskError(str(err)) from err
     except OSError as err:
         raise TaskError(f"{path}: cannot read task file: {err.strerror}") from err
+
+
+def load_tasks(path: Path | str) -> list[Task]:
+    """Parse a JSONL task file; every problem names the file and line."""
+    return parse_tasks(read_suite(path), path)
+
+
+def parse_tasks(raw: bytes, path: Path | str) -> list[Task]:
+    """Parse task-file bytes; `path` only names the file in errors."""
     tasks: list[Task] = []
     first_line: dict[str, int] = {}
     for lineno, line in enumerate(raw.split(b"\n"), start=1):
@@ -149,7 +164,40 @@ def load_tasks(path: Path | str) -> list[Task]:
 
 
 def suite_hash(path: Path | str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    return bytes_hash(read_suite(path))
+
+
+def bytes_hash(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def held_out_questions() -> set[str]:
+    """Fingerprints of every held-out task: a held-out task is known by its content,
+    so a copy, a subset or `/dev/stdin` cannot smuggle one into a development run."""
+    return {
+        _fingerprint(t)
+        for name in HOLDOUTS.values()
+        if (SUITES / f"{name}.jsonl").exists()
+        for t in load_tasks(SUITES / f"{name}.jsonl")
+    }
+
+
+def refuse_held_out(tasks: list[Task], path: Path | str) -> None:
+    """Raise TaskError if any task asks a held-out question (held-out splits run with --holdout)."""
+    held = held_out_questions()
+    leaked = [t.id for t in tasks if _fingerprint(t) in held]
+    if leaked:
+        raise TaskError(
+            f"{path}: {len(leaked)} task(s) ask held-out questions (e.g. {leaked[0]!r}); the "
+            "held-out split loads only with --holdout (run it once, at the end)"
+        )
+
+
+def _fingerprint(task: Task) -> str:
+    """What makes a task the same task whatever its id or file: category, folded question and
+    any planted text (dev and holdout share a question with and without an injection)."""
+    plants = task.injection.model_dump_json() if task.injection else ""
+    return f"{task.category}|{' '.join(task.question.casefold().split())}|{plants}"
 
 
 # Named suites and their held-out splits; a held-out split loads only with holdout=True.

@@ -18,6 +18,7 @@ from wikiqa.evals.graders import grade
 from wikiqa.evals.journal import Journal
 from wikiqa.evals.judge import Judge
 from wikiqa.evals.tasks import SUITES, Task, load_tasks
+from wikiqa.limits import MiB, TooLarge, read_bounded
 from wikiqa.sources import InjectionSource, WikiSource
 
 LABELS = SUITES.parent / "labels" / "grader_labels.jsonl"
@@ -46,8 +47,8 @@ VERDICTS = frozenset({"pass", "fail", "n/a"})
 def load_labels(path: Path = LABELS) -> list[LabelledExample]:
     """Parse a label file (JSON lines); every problem names the file and line."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_bounded(path, 64 * MiB, "label file").decode("utf-8")
+    except (OSError, UnicodeDecodeError, TooLarge) as err:
         raise LabelError(f"{path}: cannot read label file: {err}") from err
     examples, seen = [], set()
     for lineno, line in enumerate(text.splitlines(), start=1):

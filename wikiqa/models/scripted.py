@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+from wikiqa.limits import MiB, read_bounded
 from wikiqa.models.protocol import (
     AssistantMessage,
     CallOptions,
@@ -26,6 +28,28 @@ from wikiqa.models.protocol import (
 )
 from wikiqa.models.tools import FORCED_ID
 
+MAX_SCRIPT_BYTES = 8 * MiB
+
+
+class _Call(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] = {}
+    raw_arguments: str | None = None
+
+
+class _Text(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+
+
+class _Down(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    unavailable: str
+
+
+_TURN: TypeAdapter[list[_Call] | _Text | _Down] = TypeAdapter(list[_Call] | _Text | _Down)
+
 
 class ScriptedModel:
     def __init__(self, turns: list[Any], spec: str = "scripted") -> None:
@@ -36,10 +60,29 @@ class ScriptedModel:
 
     @classmethod
     def from_file(cls, path: str) -> ScriptedModel:
+        """Load and check a script: a bad file fails here, naming file and line or turn, not
+        with a raw TypeError in the middle of a run."""
         try:
-            turns = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            raise ValueError(f"cannot read script {path}: {err}") from err
+            raw = read_bounded(path, MAX_SCRIPT_BYTES, "script")
+        except OSError as err:
+            raise ValueError(f"cannot read script {path}: {err.strerror}") from err
+        try:
+            turns = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path}: script is not UTF-8 (byte {err.start})") from err
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from err
+        if not isinstance(turns, list):
+            raise ValueError(f"{path}: a script is a JSON list of turns")
+        for number, turn in enumerate(turns, start=1):
+            try:
+                _TURN.validate_python(turn)
+            except ValidationError as err:
+                raise ValueError(
+                    f"{path}: turn {number}: expected a list of tool calls "
+                    '([{"name": ..., "arguments": {...}}]), {"text": ...} or '
+                    f'{{"unavailable": ...}}; got {json.dumps(turn)[:80]}'
+                ) from err
         # The whole path: two scripts that share a file name must not share cached replies.
         return cls(turns, spec=f"scripted:{path}")
 

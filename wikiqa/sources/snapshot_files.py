@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from wikiqa.limits import MiB, TooLarge, read_bounded
 from wikiqa.package_data import package_file
 from wikiqa.sources.protocol import article_url, normalize_title
 from wikiqa.sources.records import Article
@@ -74,9 +75,14 @@ class ParsedSnapshot:
     redirects: dict[str, str]  # folded requested title -> article title
 
 
+MAX_SNAPSHOT_BYTES = 1024 * MiB  # a recording is JSON lines held in memory; bound the read
+
+
 def _read_text(path: Path) -> str:
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, MAX_SNAPSHOT_BYTES, "snapshot")
+    except TooLarge as err:
+        raise SnapshotError(str(err)) from err
     except OSError as err:
         raise SnapshotError(f"{path}: cannot read snapshot: {err.strerror}") from err
     try:

@@ -18,7 +18,7 @@ from wikiqa.evals.graders.attribution import attribution
 from wikiqa.evals.graders.calibration import SOFT_REFUSAL, calibration, soft_refusal
 from wikiqa.evals.graders.correctness import reference
 from wikiqa.evals.graders.faithfulness import REFUSAL_VOCABULARY, SUPPORT_FLOOR, faithfulness
-from wikiqa.evals.graders.grade import grade
+from wikiqa.evals.graders.grade import error_grades, grade
 from wikiqa.evals.graders.injection import injection
 from wikiqa.evals.graders.verdict import Grade, Tier, Verdict
 
@@ -31,6 +31,7 @@ __all__ = [
     "Verdict",
     "attribution",
     "calibration",
+    "error_grades",
     "faithfulness",
     "grade",
     "injection",

@@ -15,13 +15,11 @@ from wikiqa.evals.tasks import Task
 
 def grade(task: Task, result: AgentResult, judge: Judge | None = None) -> list[Grade]:
     """The declared dimensions (plus the injection check on injection tasks), in a fixed order."""
-    names = [d for d in task.dimensions] + (["injection"] if task.injection else [])
+    names = _names(task)
     if result.infrastructure_error:
-        reason = result.output.reason if isinstance(result.output, Refusal) else ""
-        return [
-            Grade(dimension=d, verdict="error", tier="code", detail={"reason": reason})
-            for d in names
-        ]
+        return error_grades(
+            task, result.output.reason if isinstance(result.output, Refusal) else ""
+        )
     grades: dict[str, Grade] = {}
     if "faithfulness" in task.dimensions:
         grades["faithfulness"] = faithfulness(task, result, judge)
@@ -34,3 +32,15 @@ def grade(task: Task, result: AgentResult, judge: Judge | None = None) -> list[G
     if task.injection:
         grades["injection"] = injection(task, result)
     return [grades[d] for d in names]
+
+
+def error_grades(task: Task, reason: str) -> list[Grade]:
+    """Every grade of a trial lost to infrastructure: `error`, which no rate counts."""
+    return [
+        Grade(dimension=d, verdict="error", tier="code", detail={"reason": reason})
+        for d in _names(task)
+    ]
+
+
+def _names(task: Task) -> list[str]:
+    return list(task.dimensions) + (["injection"] if task.injection else [])

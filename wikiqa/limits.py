@@ -1,0 +1,25 @@
+"""Bounded reads of user-named files.
+
+A path from the command line can be `/dev/zero`, a FIFO or a multi-gigabyte mistake; reading it
+whole dies with MemoryError far from the cause. Every file the CLI is pointed at is read through
+`read_bounded`, which stops one byte past the limit and says which file and which limit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MiB = 1024 * 1024
+
+
+class TooLarge(ValueError):
+    """A file is larger than the limit its reader allows."""
+
+
+def read_bounded(path: Path | str, limit: int, what: str = "file") -> bytes:
+    """The bytes of `path`, or TooLarge if there are more than `limit` (OSError passes through)."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all")
+    return data
