@@ -506,3 +506,49 @@ def test_geminis_compatible_endpoint_call_ids_and_missing_content() -> None:
     turn = from_openai(openai.types.chat.ChatCompletion.construct(**body))
     assert turn.message.text == "" and turn.message.tool_calls[0].name == "get_current_time"
     assert turn.message.tool_calls[0].id == "function-call-2900024254458648715"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://169.254.170.2/v1",
+        "http://[fd00:ec2::254]/v1",
+        "http://[::ffff:169.254.169.254]/v1",
+        "http://2852039166/v1",  # 169.254.169.254 as one decimal number
+        "http://metadata.google.internal/computeMetadata/v1",
+        "http://100.100.100.200/latest",
+        "http://[fe80::1]:8080/v1",
+    ],
+)
+def test_link_local_and_metadata_base_urls_are_refused_unless_allowed(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[httpx2.Request] = []
+    transport = scripted_transport(
+        [httpx2.Response(200, json=live("openai_gpt4o_tool_call"))], seen
+    )
+    with pytest.raises(ValueError, match="link-local or cloud-metadata"):
+        OpenAIModel("m", base_url=url, http_client=httpx2.Client(transport=transport))
+    with pytest.raises(ValueError, match="link-local or cloud-metadata"):
+        open_model(f"openai:m@{url}")
+    assert seen == []
+    monkeypatch.setenv("WIKIQA_ALLOW_ANY_HOST", "1")
+    model = OpenAIModel("m", base_url=url, http_client=httpx2.Client(transport=transport))
+    model("S", CONVERSATION, TOOLS)
+    assert len(seen) == 1  # explicitly allowed: contacted
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:11434/v1", "http://localhost:8000/v1", "https://api.together.xyz/v1",
+     "http://10.0.0.5:8000/v1", "http://[::1]:8080/v1"],
+)  # fmt: skip
+def test_ordinary_base_urls_are_accepted(url: str) -> None:
+    assert OpenAIModel("m", base_url=url).spec == f"openai:m@{url}"
+
+
+@pytest.mark.parametrize("url", ["ftp://example.org/v1", "file:///etc/passwd", "127.0.0.1:8000"])
+def test_base_urls_must_be_http(url: str) -> None:
+    with pytest.raises(ValueError, match="must be http"):
+        OpenAIModel("m", base_url=url)

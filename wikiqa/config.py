@@ -27,7 +27,10 @@ class Settings(BaseSettings):
     live_host: str = "en.wikipedia.org"
     allow_any_host: bool = Field(
         default=False,
-        description="Allow a non-Wikimedia MediaWiki host for the live source.",
+        description=(
+            "Allow a non-Wikimedia MediaWiki host for the live source, and an openai base URL "
+            "in link-local or cloud-metadata ranges."
+        ),
     )
     contact: str | None = Field(
         default=None,
