@@ -146,3 +146,131 @@ def test_real_uvicorn_over_loopback(server: str) -> None:
     with pytest.raises(urllib.error.HTTPError) as error:
         urllib.request.urlopen(bad, timeout=5)
     assert error.value.code == 422
+
+
+# -- hostile requests (issue 16, items 8-11) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"question": "Who?", "options": {"budget": NaN}}',
+        b'{"question": "Who?", "options": {"budget": Infinity}}',
+        b'{"question": "Who?", "options": {"budget": -Infinity}}',
+        b'{"question": "\\ud800 who?"}',
+        b'{"question": "ok", "options": {"budget": "\\udfff"}}',
+    ],
+)
+def test_inputs_that_broke_the_422_encoder_are_422s(client: TestClient, raw: bytes) -> None:
+    response = client.post("/api/ask", content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["msg"]
+
+
+def test_a_422_quotes_only_a_short_prefix_of_the_input(client: TestClient) -> None:
+    huge = {"question": "x" * 1_000_000}
+    response = client.post("/api/ask", json=huge, headers={"Content-Length": "1000016"})
+    # 1 MB is over the body cap: refused before parsing, without an echo
+    assert response.status_code == 413 and len(response.content) < 200
+    long = {"question": "y" * 5000}  # under the cap, over the question limit
+    response = client.post("/api/ask", json=long)
+    assert response.status_code == 422 and len(response.content) < 1000
+    assert response.json()["detail"][0]["input"].startswith("'yyyy")
+
+
+def test_bodies_over_the_cap_are_413_and_never_parsed(client: TestClient) -> None:
+    body = b'{"question": "' + b"z" * 70_000 + b'"}'
+    response = client.post("/api/ask", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+
+    def chunks() -> Iterator[bytes]:  # chunked: no Content-Length to judge it by
+        yield b'{"question": "'
+        for _ in range(20):
+            yield b"z" * 8192
+
+    response = client.post(
+        "/api/ask", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+
+
+def test_with_a_token_only_liveness_answers_without_it(
+    tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WIKIQA_API_TOKEN", TOKEN)
+    monkeypatch.setenv("WIKIQA_OPENAI_BASE_URL", "http://10.1.2.3:8000/v1")
+    client = TestClient(create_app(ExtractiveModel(), tiny, Settings()))
+    for path in ("/docs", "/openapi.json", "/redoc", "/nope"):
+        assert client.get(path).status_code == 401, path
+    assert client.get("/healthz").json() == {"status": "ok"}
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    assert client.get("/healthz", headers=auth).json()["model"] == "extractive"
+    assert client.get("/openapi.json", headers=auth).status_code == 200
+    # unauthenticated bodies are refused from the headers: 50 MB declared, nothing read
+    refused = client.post("/api/ask", content=b"{}", headers={"Content-Length": "52428800"})
+    assert refused.status_code == 401
+
+
+def test_past_the_in_flight_cap_the_answer_is_503(tiny: SnapshotSource) -> None:
+    client = TestClient(create_app(ExtractiveModel(), tiny, Settings(), max_in_flight=0))
+    response = client.post("/api/ask", json={"question": "Who developed FLOW-MATIC?"})
+    assert response.status_code == 503 and response.headers["retry-after"] == "1"
+
+
+@pytest.fixture
+def hardened(tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """A real uvicorn as `wikiqa serve` runs it, with short deadlines for the test."""
+    from wikiqa.api.shield import DeadlineH11Protocol
+
+    monkeypatch.setattr(DeadlineH11Protocol, "header_timeout", 0.5)
+    port = _free_port()
+    config = uvicorn.Config(
+        create_app(ExtractiveModel(), tiny, Settings(), body_timeout=0.5), host="127.0.0.1",
+        port=port, log_level="warning", http=DeadlineH11Protocol, timeout_keep_alive=5,
+    )  # fmt: skip
+    instance = uvicorn.Server(config)
+    thread = threading.Thread(target=instance.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not instance.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    yield port
+    instance.should_exit = True
+    thread.join(timeout=10)
+
+
+def _talk(port: int, *parts: bytes, pause: float = 0.0) -> tuple[bytes, float]:
+    """Send `parts` (pausing between them), then read until the server closes; (reply, seconds)."""
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        for part in parts:
+            conn.sendall(part)
+            time.sleep(pause)
+        reply = b""
+        try:
+            while chunk := conn.recv(65536):
+                reply += chunk
+        except (ConnectionResetError, TimeoutError):
+            pass
+    return reply, time.monotonic() - start
+
+
+def test_slow_headers_are_cut_off(hardened: int) -> None:
+    reply, took = _talk(hardened, b"POST /api/ask HTTP/1.1\r\nHost: x\r\n")
+    assert reply == b"" and took < 3  # closed at the header deadline, not held open
+
+
+def test_a_slow_body_is_408(hardened: int) -> None:
+    head = b"POST /api/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    reply, took = _talk(hardened, head + b"Content-Length: 40\r\n\r\n", b'{"question"')
+    assert reply.startswith(b"HTTP/1.1 408") and took < 3
+
+
+def test_length_and_chunked_together_is_400_not_a_hang(hardened: int) -> None:
+    request = (
+        b"POST /api/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
+    )
+    reply, took = _talk(hardened, request)
+    assert reply.split(b"\r\n")[0] in (b"HTTP/1.1 400 Bad Request",) and took < 3

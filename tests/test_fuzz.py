@@ -137,6 +137,27 @@ def test_raw_bodies_get_4xx_never_5xx(api: TestClient, raw: bytes) -> None:
     assert response.json()["detail"]
 
 
+# What JSON parsers accept but JSON encoders refuse: NaN, infinities and lone surrogates. These
+# turned FastAPI's 422 into a 500 (its handler echoed the input and could not encode it).
+awkward_numbers = st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "-0", "4.0", "1e-400"])
+awkward_text = st.text(
+    alphabet=st.characters(min_codepoint=0xD780, max_codepoint=0xE010, exclude_categories=[])
+    | st.characters(max_codepoint=0x7F),
+    min_size=1,
+    max_size=30,
+)
+
+
+@FUZZ
+@given(awkward_text, awkward_numbers | awkward_text.map(lambda t: json.dumps(t)))
+def test_unencodable_inputs_get_4xx_never_5xx(api: TestClient, question: str, budget: str) -> None:
+    TRIED["awkward bodies"] = TRIED.get("awkward bodies", 0) + 1
+    raw = f'{{"question": {json.dumps(question)}, "options": {{"budget": {budget}}}}}'.encode()
+    response = api.post("/api/ask", content=raw, headers={"content-type": "application/json"})
+    assert response.status_code in (200, 400, 422), (raw, response.text)
+    assert len(response.content) < 4096 or response.status_code == 200  # no echo of the input
+
+
 def test_report_cases_tried() -> None:
     print("\nfuzz cases tried:", TRIED)
     assert all(n >= 100 for n in TRIED.values()), TRIED

@@ -7,14 +7,15 @@ the server read arbitrary snapshot files or reach live hosts.
 
 from __future__ import annotations
 
-import secrets
 from importlib.metadata import version
-from typing import Annotated
 
-from fastapi import Depends, FastAPI, Header, HTTPException
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from wikiqa.agent import DEFAULT_BUDGET, Agent, AgentResult
+from wikiqa.api.shield import Shield, authorized
 from wikiqa.config import Settings, reveal
 from wikiqa.models import Model
 from wikiqa.registry import open_model, open_source
@@ -40,41 +41,61 @@ class AskRequest(BaseModel):
             raise ValueError("question must contain text, not only whitespace")
         if any(ord(ch) < 32 and ch not in "\t\n\r" for ch in value):
             raise ValueError("question must not contain control characters")
+        if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+            raise ValueError("question must be valid Unicode (a lone surrogate is not)")
         return value
 
 
-class Health(BaseModel):
+class Liveness(BaseModel):
     status: str
+
+
+class Health(Liveness):
     version: str
     model: str
     source: str
 
 
+ECHO = 64  # characters of a bad input a 422 quotes back: enough to recognise, never the input
+
+
+async def _invalid(request: Request, exc: Exception) -> JSONResponse:
+    """422 without echoing the input: FastAPI's own handler quotes all of it (1 MB in, 1 MB out)
+    and cannot encode NaN or a lone surrogate, which turned bad input into a 500."""
+    assert isinstance(exc, RequestValidationError)
+    detail = [
+        {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))[:200],
+         "type": str(e.get("type", "")), "input": repr(e.get("input"))[:ECHO]}
+        for e in exc.errors()[:10]
+    ]  # fmt: skip
+    return JSONResponse(status_code=422, content={"detail": detail})
+
+
 def create_app(
-    model: Model | None = None, source: WikiSource | None = None, settings: Settings | None = None
+    model: Model | None = None,
+    source: WikiSource | None = None,
+    settings: Settings | None = None,
+    *,
+    max_in_flight: int = 64,
+    body_timeout: float = 10.0,
 ) -> FastAPI:
     settings = settings or Settings()
     model = model or open_model(settings.model)
     source = source or open_source(settings.source)
     token = reveal(settings.api_token)
     app = FastAPI(title="wikiqa", version=version("wikiqa"), summary="Wikipedia-grounded QA")
-
-    def require_token(authorization: Annotated[str | None, Header()] = None) -> None:
-        if token is None:
-            return
-        scheme, _, given = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not secrets.compare_digest(given.encode(), token.encode()):
-            raise HTTPException(
-                status_code=401,
-                detail="missing or invalid bearer token",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
+    app.add_exception_handler(RequestValidationError, _invalid)
+    # Authentication, body cap and body timeout run before FastAPI parses anything (shield.py).
+    app.add_middleware(Shield, token=token, max_in_flight=max_in_flight, body_timeout=body_timeout)
 
     @app.get("/healthz")
-    def healthz() -> Health:
+    def healthz(request: Request) -> Liveness | Health:
+        """Liveness for anyone; the model and source only for holders of the token."""
+        if not authorized({k.lower(): v for k, v in request.headers.raw}, token):
+            return Liveness(status="ok")
         return Health(status="ok", version=version("wikiqa"), model=model.spec, source=source.name)
 
-    @app.post("/api/ask", dependencies=[Depends(require_token)])
+    @app.post("/api/ask")
     def ask(request: AskRequest) -> AgentResult:
         # A sync endpoint: FastAPI runs it in a worker thread, and the agent does blocking I/O.
         return Agent(model, source, budget=request.options.budget).ask(request.question)

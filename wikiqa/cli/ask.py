@@ -80,6 +80,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from wikiqa.api.app import create_app
+    from wikiqa.api.shield import DeadlineH11Protocol
     from wikiqa.registry import open_model
 
     settings = Settings()
@@ -88,7 +89,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CliError(str(err)) from err
     app = create_app(model, wiki_source(args.source or settings.source), settings)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    # Timeouts: idle keep-alive 5 s, request headers 10 s (DeadlineH11Protocol), body 10 s
+    # (Shield); connections past 256 get 503 from uvicorn itself.
+    uvicorn.run(
+        app, host=args.host, port=args.port, log_level=args.log_level, http=DeadlineH11Protocol,
+        timeout_keep_alive=5, limit_concurrency=256, h11_max_incomplete_event_size=16 * 1024,
+    )  # fmt: skip
     return 0
 
 

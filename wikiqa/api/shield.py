@@ -1,0 +1,172 @@
+"""What stands between the network and the app: authentication, body limits, timeouts.
+
+A pure ASGI middleware, so it runs before FastAPI reads or parses a byte of the body: a request
+without the token is answered 401 from its headers alone, a body over the cap is 413 (from its
+Content-Length, or as soon as a chunked body passes the cap), a body that trickles in is 408, and
+past `max_in_flight` concurrent requests the answer is 503 with Retry-After. Memory per request is
+bounded by the cap, whatever clients send.
+
+`DeadlineH11Protocol` closes connections that do not finish their request headers in time:
+uvicorn times out idle keep-alive connections but not a client that sends headers slowly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+MAX_BODY = 64 * 1024
+LIVENESS = "/healthz"  # the one path that answers without the token (and then says only "ok")
+
+
+def authorized(headers: dict[bytes, bytes], token: str | None) -> bool:
+    """No token configured, or a matching bearer token (compared in constant time)."""
+    if token is None:
+        return True
+    scheme, _, given = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+    return scheme.lower() == "bearer" and secrets.compare_digest(given.encode(), token.encode())
+
+
+class Shield:
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str | None,
+        *,
+        max_body: int = MAX_BODY,
+        max_in_flight: int = 64,
+        body_timeout: float = 10.0,
+    ) -> None:
+        self.app = app
+        self.token = token
+        self.max_body = max_body
+        self.max_in_flight = max_in_flight
+        self.body_timeout = body_timeout
+        self.in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope["headers"]}
+        if scope["path"] != LIVENESS and not authorized(headers, self.token):
+            await _reply(
+                send, 401, "missing or invalid bearer token", {"www-authenticate": "Bearer"}
+            )
+            return
+        if b"content-length" in headers and b"transfer-encoding" in headers:
+            await _reply(send, 400, "Content-Length and Transfer-Encoding together are ambiguous")
+            return
+        length = headers.get(b"content-length", b"0")
+        if not length.isdigit():
+            await _reply(send, 400, "Content-Length must be a number")
+            return
+        if int(length) > self.max_body:
+            await _reply(send, 413, f"body over {self.max_body} bytes")
+            return
+        if self.in_flight >= self.max_in_flight:
+            await _reply(send, 503, "server busy, retry shortly", {"retry-after": "1"})
+            return
+        self.in_flight += 1
+        try:
+            body = await self._read_body(receive, send)
+            if body is not None:
+                await self.app(scope, _replay(body, receive), send)
+        finally:
+            self.in_flight -= 1
+
+    async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
+        """The whole body, or None after answering 413 / 408 (the app is then never called)."""
+        chunks, size = [], 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_timeout
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                await _reply(send, 408, f"body not received within {self.body_timeout:g} s")
+                return None
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                await _reply(send, 413, f"body over {self.max_body} bytes")
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: the disconnect, when it comes
+
+    return replay
+
+
+async def _reply(
+    send: Send, status: int, detail: str, headers: dict[str, str] | None = None
+) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    if status in (400, 408, 413):
+        raw.append((b"connection", b"close"))  # the rest of that body is never read
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+class DeadlineH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, closing a connection whose request headers take too long."""
+
+    header_timeout = 10.0
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._arm()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.header_timeout, self._expire)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expire(self) -> None:
+        self._deadline = None
+        if self.cycle is None or self.cycle.response_complete:  # no request under way
+            self.transport.close()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._disarm()  # headers complete: from here the body timeout and the app rule
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()  # the next request's headers are on the clock too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
