@@ -330,13 +330,14 @@ def test_a_repeated_call_is_refused_without_running_it(tiny: SnapshotSource) -> 
     assert result.usage.tool_calls == 5  # a refused repeat still spends budget
 
 
-def test_the_last_calls_of_the_budget_offer_only_submit_and_refuse(tiny: SnapshotSource) -> None:
+def test_the_last_calls_of_the_budget_allow_only_submit_and_refuse(tiny: SnapshotSource) -> None:
     searching = [[{"name": "search_wikipedia", "arguments": {"query": f"q{i}"}}] for i in range(9)]
     model = ToolLog(ScriptedModel(searching))
     result = Agent(model, tiny, budget=5).ask("Who developed FLOW-MATIC?")
     everything = ["search_wikipedia", "get_article", "submit_answer", "refuse"]
-    assert model.offered[:2] == [everything, everything]
-    assert model.offered[2:] == [["submit_answer", "refuse"]] * (len(model.offered) - 2)
+    # The list sent never changes (a change would invalidate the provider's prompt cache); the
+    # closing phase is enforced on the calls instead.
+    assert model.offered == [everything] * 5  # forced search + 4 model turns spend the budget
     nearly = [e for e in result.trace if e.kind == "error" and "nearly spent" in e.summary]
     assert len(nearly) == 2  # the searches it asked for instead were not run
     assert isinstance(result.output, Refusal) and result.output.reason_code == "budget_exhausted"

