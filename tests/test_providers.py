@@ -288,6 +288,24 @@ def test_real_anthropic_replies_parse_with_their_usage(
     assert got.cache_write_tokens == usage[3]
 
 
+def test_a_real_tool_use_reply_with_newer_fields_parses(tiny: SnapshotSource) -> None:
+    reply = httpx2.Response(200, json=live("sonnet46_tool_use"))
+    turn = claude(scripted_transport([reply], []), [])("S", CONVERSATION, TOOLS)
+    assert turn.message.text.startswith("I'll load the refunds capability")
+    assert [(c.id, c.name, c.arguments) for c in turn.message.tool_calls] == [
+        ("toolu_01By8Cci9JimakX9prtd983x", "load_capability", {"id": "refunds"})
+    ]
+    assert turn.stop_reason == "tool_use" and turn.usage.input_tokens == 658
+    # through the loop, a tool this agent does not have is an error result, not a crash
+    refuse = anthropic_message([tool_use("refuse", {"reason": "No source."}, "toolu_9")])
+    seen: list[httpx2.Request] = []
+    result = Agent(claude(scripted_transport([reply, refuse], seen), []), tiny).ask(
+        "Who developed FLOW-MATIC?"
+    )
+    assert isinstance(result.output, Refusal) and len(seen) == 2
+    assert "unknown tool 'load_capability'" in json.dumps(json.loads(seen[1].content)["messages"])
+
+
 def test_a_real_400_is_reported_once_with_the_servers_message() -> None:
     seen: list[httpx2.Request] = []
     bad = httpx2.Response(
