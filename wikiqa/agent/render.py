@@ -7,14 +7,30 @@ close the tag early is defanged so an article cannot pretend its instructions co
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from wikiqa.sources import Article, SearchHit
 
-_CLOSING_TAG = re.compile(r"<\s*/?\s*untrusted", re.IGNORECASE)
+# Anything that renders or tokenizes as "<": the ASCII sign, its fullwidth and small forms, and
+# the HTML entities a model may read as one.
+_OPENER = re.compile(r"<|\uff1c|\ufe64|&lt;|&#0*60;|&#x0*3c;", re.IGNORECASE)
+# Characters that are invisible or that NFKC folds away, used to hide a tag from a plain match.
+_INVISIBLE = re.compile(r"[\s/\uff0f\u00ad\u200b-\u200f\u2060-\u2064\ufeff]+")
 
 
 def _defang(text: str) -> str:
-    return _CLOSING_TAG.sub(lambda m: m.group(0).replace("<", "‹"), text)
+    """Turn every tag opener that reads as `<untrusted` or `</untrusted` into `‹`.
+
+    Look-alikes count: a zero-width character inside the tag, fullwidth `＜／ｕｎｔｒｕｓｔｅｄ`,
+    and `&lt;/untrusted`. The check folds what follows an opener (NFKC, invisibles dropped,
+    casefolded), so the article text itself is left as it is everywhere else.
+    """
+
+    def fold(m: re.Match[str]) -> str:
+        after = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text[m.end() : m.end() + 48]))
+        return "‹" if after.casefold().startswith("untrusted") else m.group(0)
+
+    return _OPENER.sub(fold, text)
 
 
 def _attr(text: str) -> str:

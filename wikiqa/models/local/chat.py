@@ -69,7 +69,7 @@ def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
     if system:
         out.append(_turn("system", system))
     for message in messages:
-        role, content = message.get("role"), str(message.get("content") or "")
+        role, content = message.get("role"), _inert(str(message.get("content") or ""))
         if role == "user":
             out.append(_turn("user", content))
         elif role == "assistant":
@@ -79,6 +79,18 @@ def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
             out.append(_turn("user", f"<tool_response>\n{content}\n</tool_response>"))
     out.append("<|im_start|>assistant\n")
     return "".join(out)
+
+
+_CONTROL = re.compile(r"<\|")
+
+
+def _inert(text: str) -> str:
+    """Conversation text with ChatML control markers broken (`<|im_start|>` -> `‹|im_start|>`).
+
+    llama.cpp tokenizes the prompt with special tokens on, so `<|im_start|>system` inside an
+    article would become a real turn boundary: a planted system prompt.
+    """
+    return _CONTROL.sub("‹|", text)
 
 
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
