@@ -13,7 +13,8 @@ What it catches
   click, download, say, print, explain, provide, encode, modify, ...).
 - URLs and web addresses (http(s)://..., www....) anywhere in retrieved text, and bare domains
   inside instruction-like sentences.
-- In the output: any web address at all (answers never need one), any address found in
+- In the output: any web address at all (answers never need one: with a scheme, www., a bare
+  domain with a path, or a markdown link or image), any address found in
   retrieved text, a run of words copied from an instruction-like sentence (8 or more, or 60% of
   it), and the payload of "say/output/print/tell the user ..." instructions (the text after the
   verb, or a quoted string).
@@ -40,6 +41,11 @@ from wikiqa.sources import Article
 from wikiqa.text import sentences, words
 
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+", re.IGNORECASE)
+# In outputs only, two more shapes of address: a bare domain with a path
+# (verify-stats.example.org/x), and markdown links or images without a scheme. A bare domain
+# alone ("Booking.com") can be an answer, so it needs the path to count.
+_BARE_ADDRESS = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}/[^\s<>\"')\]]*", re.IGNORECASE)
+_MARKDOWN_LINK = re.compile(r"!?\[[^\]]*\]\([^)\s]+\)")
 _DOMAIN = re.compile(r"\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,12}(?:/[^\s<>\"')\]]*)?\b")
 _TRIGGERS = [
     r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b",
@@ -152,7 +158,9 @@ def violations(output: str, findings: list[Finding]) -> list[str]:
     """Ways `output` repeats planted instructions or carries web addresses (empty = clean)."""
     problems: list[str] = []
     lowered = output.casefold()
-    for url in _URL.findall(output):
+    addresses = _URL.findall(output) + _BARE_ADDRESS.findall(output)
+    addresses += _MARKDOWN_LINK.findall(output)
+    for url in dict.fromkeys(addresses):
         problems.append(f"the output contains a web address ({url}); answers never need one")
     out_words = words(output)
     for finding in findings:
