@@ -9,6 +9,8 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 import uvicorn
@@ -108,15 +110,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def server(tiny: SnapshotSource) -> Iterator[str]:
+@contextmanager
+def _running(app: Any, **options: Any) -> Iterator[int]:
+    """A real uvicorn serving `app` on a free loopback port, in a thread; yields the port."""
     port = _free_port()
-    config = uvicorn.Config(
-        create_app(ExtractiveModel(), tiny, Settings()),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-    )
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **options)
     instance = uvicorn.Server(config)
     thread = threading.Thread(target=instance.run, daemon=True)
     thread.start()
@@ -124,9 +122,17 @@ def server(tiny: SnapshotSource) -> Iterator[str]:
     while not instance.started:
         assert time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    instance.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield port
+    finally:
+        instance.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def server(tiny: SnapshotSource) -> Iterator[str]:
+    with _running(create_app(ExtractiveModel(), tiny, Settings())) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_real_uvicorn_over_loopback(server: str) -> None:
@@ -223,21 +229,9 @@ def hardened(tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     from wikiqa.api.shield import DeadlineH11Protocol
 
     monkeypatch.setattr(DeadlineH11Protocol, "header_timeout", 0.5)
-    port = _free_port()
-    config = uvicorn.Config(
-        create_app(ExtractiveModel(), tiny, Settings(), body_timeout=0.5), host="127.0.0.1",
-        port=port, log_level="warning", http=DeadlineH11Protocol, timeout_keep_alive=5,
-    )  # fmt: skip
-    instance = uvicorn.Server(config)
-    thread = threading.Thread(target=instance.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not instance.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield port
-    instance.should_exit = True
-    thread.join(timeout=10)
+    app = create_app(ExtractiveModel(), tiny, Settings(), body_timeout=0.5)
+    with _running(app, http=DeadlineH11Protocol, timeout_keep_alive=5) as port:
+        yield port
 
 
 def _talk(port: int, *parts: bytes, pause: float = 0.0) -> tuple[bytes, float]:

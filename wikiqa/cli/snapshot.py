@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from wikiqa.cli.common import EXIT_UNAVAILABLE, CliError, wiki_source
-from wikiqa.limits import MiB, TooLarge, read_bounded
+from wikiqa.inputs import MiB, TooLarge, read_bounded
 from wikiqa.sources import SnapshotError, SourceUnavailable
 
 

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from wikiqa.evals import asserts
-from wikiqa.limits import MiB, read_bounded
+from wikiqa.inputs import MiB, first_problem, read_bounded
 from wikiqa.sources import Plant
 
 Category = Literal[
@@ -146,12 +146,7 @@ def parse_tasks(raw: bytes, path: Path | str) -> list[Task]:
         try:
             task = Task.model_validate(record)
         except ValidationError as err:
-            e = err.errors()[0]
-            where = ".".join(str(p) for p in e["loc"])
-            more = f" (+{err.error_count() - 1} more)" if err.error_count() > 1 else ""
-            raise TaskError(
-                f"{path}:{lineno}: {where + ': ' if where else ''}{e['msg']}{more}"
-            ) from err
+            raise TaskError(f"{path}:{lineno}: {first_problem(err)}") from err
         if task.id in first_line:
             raise TaskError(
                 f"{path}:{lineno}: duplicate task id {task.id!r} (first on line {first_line[task.id]})"

@@ -18,7 +18,7 @@ from wikiqa.evals.graders import grade
 from wikiqa.evals.journal import Journal
 from wikiqa.evals.judge import Judge
 from wikiqa.evals.tasks import SUITES, Task, load_tasks
-from wikiqa.limits import MiB, TooLarge, read_bounded
+from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
 from wikiqa.sources import InjectionSource, WikiSource
 
 LABELS = SUITES.parent / "labels" / "grader_labels.jsonl"
@@ -57,9 +57,7 @@ def load_labels(path: Path = LABELS) -> list[LabelledExample]:
         try:
             example = LabelledExample.model_validate_json(line)
         except ValidationError as err:
-            e = err.errors()[0]
-            where = ".".join(str(p) for p in e["loc"])
-            raise LabelError(f"{path}:{lineno}: {where + ': ' if where else ''}{e['msg']}") from err
+            raise LabelError(f"{path}:{lineno}: {first_problem(err)}") from err
         bad = {d: v for d, v in example.labels.items() if v not in VERDICTS}
         if bad:
             raise LabelError(f"{path}:{lineno}: labels must be pass, fail or n/a, got {bad}")

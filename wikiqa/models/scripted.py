@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from wikiqa.limits import MiB, read_bounded
+from wikiqa.inputs import MiB, read_bounded
 from wikiqa.models.protocol import (
     AssistantMessage,
     CallOptions,

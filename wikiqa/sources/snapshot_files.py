@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from wikiqa.limits import MiB, TooLarge, read_bounded
+from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
 from wikiqa.package_data import package_file
 from wikiqa.sources.protocol import article_url, normalize_title
 from wikiqa.sources.records import Article
@@ -169,9 +169,7 @@ def _read_recording(path: Path, text: str) -> ParsedSnapshot:
         try:
             article = Article.model_validate(record)
         except ValidationError as err:
-            problem = err.errors()[0]
-            where = ".".join(str(p) for p in problem["loc"])
-            raise SnapshotError(f"{path}:{lineno}: {where}: {problem['msg']}") from err
+            raise SnapshotError(f"{path}:{lineno}: {first_problem(err)}") from err
         if not article.text.strip():
             skipped += 1
             continue

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from wikiqa.evals.tasks import CATEGORIES, DIMENSIONS, Category, Dimension, Task, TaskProvenance
+from wikiqa.inputs import MiB, TooLarge, read_bounded
 
 # Licences as SOURCES.md states them for each copy; every imported task carries its own.
 LICENCES: dict[str, str] = {
@@ -74,9 +75,14 @@ class Imported:
 # -- reading -------------------------------------------------------------------------------------
 
 
+MAX_BENCHMARK_BYTES = 256 * MiB  # the largest public file used here is 1.2 MB
+
+
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_bounded(path, MAX_BENCHMARK_BYTES, "benchmark file").decode("utf-8")
+    except TooLarge as err:
+        raise InputError(str(err)) from None
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:

@@ -1,4 +1,4 @@
-"""Bounded reads of user-named files.
+"""Files a user names: bounded reads, and validation errors worded for a file:line message.
 
 A path from the command line can be `/dev/zero`, a FIFO or a multi-gigabyte mistake; reading it
 whole dies with MemoryError far from the cause. Every file the CLI is pointed at is read through
@@ -8,6 +8,8 @@ whole dies with MemoryError far from the cause. Every file the CLI is pointed at
 from __future__ import annotations
 
 from pathlib import Path
+
+from pydantic import ValidationError
 
 MiB = 1024 * 1024
 
@@ -23,3 +25,12 @@ def read_bounded(path: Path | str, limit: int, what: str = "file") -> bytes:
     if len(data) > limit:
         raise TooLarge(f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all")
     return data
+
+
+def first_problem(err: ValidationError) -> str:
+    """`where: what` of a pydantic error's first problem, `(+N more)` if there are others: the
+    tail of every `file:line: ...` message about a record that does not fit its schema."""
+    problem = err.errors()[0]
+    where = ".".join(str(p) for p in problem["loc"])
+    more = f" (+{err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    return f"{where + ': ' if where else ''}{problem['msg']}{more}"
