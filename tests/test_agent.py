@@ -7,7 +7,7 @@ from typing import Any, Literal
 import pytest
 
 from wikiqa.agent import SYSTEM_PROMPT, Agent, Answer, Refusal, prompt_hash
-from wikiqa.models import ExtractiveModel, ScriptedModel
+from wikiqa.models import ExtractiveModel, ScriptedModel, evidence
 from wikiqa.sources import (
     Article,
     Depth,
@@ -70,7 +70,12 @@ def test_flow_matic_is_answered_from_the_grace_hopper_lead(snapshot: SnapshotSou
     assert "FLOW-MATIC" in quote and quote in lead.text
     assert result.output.citations[0].url == "https://en.wikipedia.org/wiki/Grace_Hopper"
     assert not result.infrastructure_error and not result.needs_human_review
-    assert result.confidence == pytest.approx(0.9)
+    # confidence is the fitted score of the answer's evidence signals: the quote states every
+    # asked word, from the top search hit, and a person is asked and named
+    assert result.signals["focus"] == 1.0 and result.signals["rank"] == 1.0
+    assert result.signals["type_match"] == 1.0
+    assert result.confidence == pytest.approx(evidence.score(result.signals), abs=1e-3)
+    assert result.confidence >= evidence.weights().review_below
 
 
 def test_a_fact_absent_from_the_snapshot_is_refused(snapshot: SnapshotSource) -> None:

@@ -9,11 +9,11 @@ path, passes the guard once more (`last_look`).
 from __future__ import annotations
 
 from wikiqa.agent.actions import parse_args
-from wikiqa.agent.grounding import citation_problems, coverage
+from wikiqa.agent.grounding import citation_problems
 from wikiqa.agent.guard import violations
 from wikiqa.agent.result import Answer, Citation, Output, Refusal
 from wikiqa.agent.state import RunState
-from wikiqa.models import REFUSE, RefuseArgs, SubmitArgs, ToolCall, ToolResult
+from wikiqa.models import REFUSE, SEARCH, RefuseArgs, SubmitArgs, ToolCall, ToolResult, evidence
 
 
 def decide(state: RunState, call: ToolCall) -> Answer | Refusal | ToolResult:
@@ -86,14 +86,34 @@ def last_look(state: RunState, output: Answer | Refusal) -> Answer | Refusal:
     )
 
 
-def confidence(state: RunState, output: Output) -> float:
-    """From grounding signals, never from the model's say-so (see README)."""
+def signals(state: RunState, output: Output) -> dict[str, float]:
+    """The evidence signals behind an answer (`wikiqa.models.evidence`); none for a refusal."""
+    if not isinstance(output, Answer):
+        return {}
+    hits = next(
+        (
+            [h.title for h in m.artifact]
+            for m in state.messages
+            if isinstance(m, ToolResult) and m.name == SEARCH and isinstance(m.artifact, list)
+        ),
+        [],
+    )
+    return evidence.features(
+        state.question,
+        output.text,
+        [c.quote for c in output.citations],
+        [c.title for c in output.citations],
+        hits,
+    )
+
+
+def confidence(state: RunState, output: Output, found: dict[str, float]) -> float:
+    """The fitted chance that the answer is right, from its evidence signals, never from the
+    model's say-so. The fit sees no repairs (the offline answerer needs none), so two rules
+    stay: a repaired answer keeps half, one that met the guard is capped at 0.3 (see README)."""
     if not isinstance(output, Answer):
         return 0.0
-    support = coverage(output.text, [c.quote for c in output.citations])
-    sources = min(1.0, len({c.title for c in output.citations}) / 2)
-    clean = 0.0 if state.repairs else 1.0
-    value = 0.6 * support + 0.2 * sources + 0.2 * clean
+    value = evidence.score(found) * (0.5 if state.repairs else 1.0)
     if state.guard_blocked:
         value = min(value, 0.3)
     return round(value, 3)

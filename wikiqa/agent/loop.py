@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from wikiqa.agent.actions import run_tool
-from wikiqa.agent.decide import confidence, decide, describe, last_look
+from wikiqa.agent.decide import confidence, decide, describe, last_look, signals
 from wikiqa.agent.grounding import quotable_text
 from wikiqa.agent.prompts import BASELINE_SYSTEM_PROMPT, NUDGE, SYSTEM_PROMPT, prompt_hash
 from wikiqa.agent.result import (
@@ -63,6 +63,7 @@ from wikiqa.models import (
     ToolSpec,
     UserMessage,
     estimate_cost,
+    evidence,
 )
 from wikiqa.sources import Depth, SourceUnavailable, WikiSource
 
@@ -135,7 +136,8 @@ class _Run:
         output = last_look(state, output)
         state.event("decision", describe(output), kind_of_output=output.kind)
         spec = self.agent.model.spec
-        score = confidence(state, output)
+        found = signals(state, output)
+        score = confidence(state, output, found)
         return AgentResult(
             question=state.question,
             output=output,
@@ -143,8 +145,9 @@ class _Run:
             and output.reason_code in INFRASTRUCTURE_CODES,
             needs_human_review=isinstance(output, Refusal)
             or state.guard_blocked > 0
-            or score < 0.6,
+            or score < evidence.weights().review_below,
             confidence=score,
+            signals=found,
             guard_blocked=state.guard_blocked,
             repairs=state.repairs,
             trace=state.trace,

@@ -94,6 +94,9 @@ class AgentResult(BaseModel):
     infrastructure_error: bool = False
     needs_human_review: bool
     confidence: float = Field(ge=0.0, le=1.0)
+    signals: dict[str, float] = Field(
+        default_factory=dict, description="The evidence signals confidence was scored from."
+    )
     guard_blocked: int = Field(0, description="Submissions the injection guard rejected.")
     repairs: int = 0
     trace: list[TraceEvent] = Field(default_factory=list)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from wikiqa.cli.ask import register as register_ask
 from wikiqa.cli.common import EXIT_UNAVAILABLE, CliError
 from wikiqa.cli.compare import register as register_compare
+from wikiqa.cli.confidence import register as register_confidence
 from wikiqa.cli.evals import register as register_evals
 from wikiqa.cli.experiment import register as register_experiment
 from wikiqa.cli.local import register as register_local
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_suite(sub)  # suite import, suite build
     register_validate(sub)  # validate
     register_compare(sub)  # compare, power
+    register_confidence(sub)  # confidence fit
     register_experiment(sub)  # experiment run
     register_local(sub)  # local-model serve
     register_snapshot(sub)  # snapshot info, snapshot record

@@ -6,13 +6,15 @@
 - `extractive`: the offline deterministic answerer (the default); `scripted`: replays a file;
 - `anthropic_model`, `openai_model`: Claude, and any OpenAI-compatible server;
 - `local/`: a real local model (SmolLM2 through llama.cpp's server);
-- `prices`: the one price table for cost estimates.
+- `prices`: the one price table for cost estimates;
+- `reading`: answer types and answer spans; `evidence`: the signals confidence is scored from.
 
 Build one from a spec string with `wikiqa.registry.open_model`.
 """
 
 from typing import Any
 
+from wikiqa.models import evidence, reading
 from wikiqa.models.extractive import ExtractiveModel
 from wikiqa.models.prices import PRICE_NOTE, estimate_cost
 from wikiqa.models.protocol import (
@@ -76,6 +78,8 @@ __all__ = [
     "UserMessage",
     "api_status_error",
     "estimate_cost",
+    "evidence",
+    "reading",
 ]
 
 

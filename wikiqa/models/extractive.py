@@ -11,6 +11,14 @@ whether to answer at all. Those are its levers:
     scoring       overlap: share of question words in the sentence;   default overlap
                   idf: the same, each word weighted by its rarity across the fetched sentences
     title_weight  credit for a question word found only in the article title   default 0.5
+    reader        sentence: submit the best sentence whole;                   default sentence
+                  typed: read the question's answer type (who, when, how many, where;
+                  `wikiqa.models.reading`), prefer sentences stating a value of that type and
+                  answer with that value, quoting its sentence
+    abstain       refuse when the best answer's fitted confidence (`wikiqa.models.evidence`,
+                  the score the agent reports) is under this; 0 never     default 0
+    type_bonus    (typed) score credit for a sentence stating a value of the asked type
+                                                                             default 0.25
     delay         seconds to sleep per call: a stand-in for a remote model's latency in
                   benchmarks and crash drills (never changes a decision)      default 0
 
@@ -22,10 +30,11 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
+from wikiqa.models import evidence
 from wikiqa.models.protocol import (
     AssistantMessage,
     CallOptions,
@@ -36,11 +45,26 @@ from wikiqa.models.protocol import (
     ToolSpec,
     UserMessage,
 )
+from wikiqa.models.reading import answer_type, spans
 from wikiqa.models.tools import FETCH, REFUSE, SEARCH, SUBMIT
 from wikiqa.sources import Article, SearchHit, normalize_title
 from wikiqa.text import content_words, sentences, stem, words
 
+_OPTIONS = (
+    "threshold", "hits_read", "scoring", "title_weight", "reader", "type_bonus", "span", "abstain", "delay",
+)  # fmt: skip
+
+
+def _flag(value: str) -> bool:
+    if value.casefold() in ("1", "true", "on", "yes"):
+        return True
+    if value.casefold() in ("0", "false", "off", "no"):
+        return False
+    raise ValueError(f"expected on or off, got {value!r}")
+
+
 Scoring = Literal["overlap", "idf"]
+Reader = Literal["sentence", "typed"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +72,7 @@ class Candidate:
     score: float
     title: str
     sentence: str
+    answer: str  # what is submitted: the sentence itself, or the span that answers (typed)
 
 
 @dataclass(frozen=True)
@@ -56,6 +81,10 @@ class ExtractiveModel:
     hits_read: int = 3
     scoring: Scoring = "overlap"
     title_weight: float = 0.5
+    reader: Reader = "sentence"
+    span: bool = True
+    abstain: float = 0.0
+    type_bonus: float = 0.25
     delay: float = 0.0
 
     def __post_init__(self) -> None:
@@ -67,14 +96,20 @@ class ExtractiveModel:
             raise ValueError(f"scoring must be overlap or idf, got {self.scoring!r}")
         if not 0.0 <= self.title_weight <= 1.0:
             raise ValueError(f"title_weight must be in [0, 1], got {self.title_weight}")
+        if self.reader not in ("sentence", "typed"):
+            raise ValueError(f"reader must be sentence or typed, got {self.reader!r}")
+        if not 0.0 <= self.abstain <= 1.0:
+            raise ValueError(f"abstain must be in [0, 1], got {self.abstain}")
+        if not 0.0 <= self.type_bonus <= 1.0:
+            raise ValueError(f"type_bonus must be in [0, 1], got {self.type_bonus}")
         if not 0.0 <= self.delay <= 60.0:
             raise ValueError(f"delay must be in [0, 60] seconds, got {self.delay}")
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> ExtractiveModel:
-        known = {
+        known: dict[str, Callable[[str], object]] = {
             "threshold": float, "hits_read": int, "scoring": str, "title_weight": float,
-            "delay": float,
+            "reader": str, "type_bonus": float, "span": _flag, "abstain": float, "delay": float,
         }  # fmt: skip
         unknown = set(options) - set(known)
         if unknown:
@@ -85,14 +120,14 @@ class ExtractiveModel:
             values = {k: known[k](v) for k, v in options.items()}
         except ValueError as err:
             raise ValueError(f"bad extractive option: {err}") from None
-        return cls(**values)
+        return cls(**values)  # type: ignore[arg-type]
 
     @property
     def spec(self) -> str:
         defaults = ExtractiveModel()
         changed = [
             f"{name}={getattr(self, name)}"
-            for name in ("threshold", "hits_read", "scoring", "title_weight", "delay")
+            for name in _OPTIONS
             if getattr(self, name) != getattr(defaults, name)
         ]
         return "extractive" + (":" + ",".join(changed) if changed else "")
@@ -125,15 +160,51 @@ class ExtractiveModel:
         rejected = {
             c.arguments.get("answer") for c in asked if c.name == SUBMIT
         }  # a repair turn follows every rejected submission; never resubmit the same sentence
-        ranked = [c for c in self.rank(question, articles) if c.sentence not in rejected]
+        ranked = [c for c in self.rank(question, articles) if c.answer not in rejected]
+        if self.reader == "typed":
+            ranked = self._typed(question, ranked)
         if ranked and ranked[0].score >= self.threshold:
             best = ranked[0]
             citation = {"title": best.title, "quote": best.sentence}
-            return self._turn(step, [(SUBMIT, {"answer": best.sentence, "citations": [citation]})])
-        score = f"{ranked[0].score:.2f}" if ranked else "none"
-        note = f"best sentence score {score}, threshold {self.threshold:.2f}"
+            answer = best.answer if self.span else best.sentence
+            sure = self._confidence(question, answer, best, results)
+            if sure >= self.abstain:
+                return self._turn(step, [(SUBMIT, {"answer": answer, "citations": [citation]})])
+            note = f"best answer's confidence {sure:.2f}, abstain below {self.abstain:.2f}"
+        else:
+            score = f"{ranked[0].score:.2f}" if ranked else "none"
+            note = f"best sentence score {score}, threshold {self.threshold:.2f}"
         reason = "No fetched article supports an answer to this question."
         return self._turn(step, [(REFUSE, {"reason": reason})], note)
+
+    def _typed(self, question: str, ranked: list[Candidate]) -> list[Candidate]:
+        """Re-rank for the asked type: a sentence that states a value of that type gains
+        `type_bonus` and answers with its first such value; `other` questions keep the order."""
+        kind = answer_type(question)
+        if kind == "other":
+            return ranked
+        rescored = []
+        for order, candidate in enumerate(ranked):
+            found = spans(candidate.sentence, kind, question)
+            score = min(1.0, candidate.score + self.type_bonus) if found else candidate.score
+            answer = found[0] if found else candidate.sentence
+            better = replace(candidate, score=round(score, 4), answer=answer)
+            rescored.append((-score, order, better))
+        return [c for _, _, c in sorted(rescored, key=lambda x: (x[0], x[1]))]
+
+    def _confidence(
+        self, question: str, answer: str, best: Candidate, results: list[ToolResult]
+    ) -> float:
+        """The confidence the agent will report for this answer (1.0 when abstention is off)."""
+        if not self.abstain:
+            return 1.0
+        hits: list[SearchHit] = next(
+            (r.artifact for r in results if r.name == SEARCH and r.artifact), []
+        )
+        found = evidence.features(
+            question, answer, [best.sentence], [best.title], [h.title for h in hits]
+        )
+        return evidence.score(found)
 
     def _closed_book(self, question: str) -> ModelTurn:
         """With tools off it has no knowledge at all: it names the question's own subject (its
@@ -172,7 +243,8 @@ class ExtractiveModel:
                 * (1.0 if t in sentence_terms else self.title_weight if t in title_terms else 0.0)
                 for t in terms
             )
-            scored.append((-got / total, order, Candidate(round(got / total, 4), title, sentence)))
+            candidate = Candidate(round(got / total, 4), title, sentence, sentence)
+            scored.append((-got / total, order, candidate))
         return [c for _, _, c in sorted(scored, key=lambda x: (x[0], x[1]))]
 
     def _weights(self, terms: list[str], sentence_terms: list[set[str]]) -> dict[str, float]:

@@ -1,0 +1,172 @@
+"""Issue 17: answer types and spans, evidence signals, the fitted confidence and abstention."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from wikiqa import Agent
+from wikiqa.agent import Answer, Refusal
+from wikiqa.evals.confidence_fit import FitError, fit, review_threshold
+from wikiqa.models import ExtractiveModel, evidence
+from wikiqa.models.reading import answer_type, spans
+from wikiqa.sources import SnapshotSource
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("who wrote dracula", "person"),
+        ("Which artist painted 'Three Dancers'?", "person"),
+        ("the 2002 film 8mile is based on which rappers life", "person"),
+        ("when was the 1 child policy lifted in china", "date"),
+        ("In what year did the Titanic sink?", "date"),
+        ("how many letters in the modern greek alphabet", "number"),
+        ("Approximately how many kilometres does light travel in an hour?", "number"),
+        ("where was the olympics held in ancient greece", "place"),
+        ("which country has gifted statue of liberty to america", "place"),
+        ("What is God in deism?", "other"),
+        ("Animals without a spine are called what?", "other"),
+    ],
+)
+def test_the_answer_type_is_read_from_the_wh_phrase(question: str, kind: str) -> None:
+    assert answer_type(question) == kind
+
+
+def test_spans_are_values_of_the_asked_type_the_question_does_not_say() -> None:
+    dracula = "Dracula is an 1897 Gothic horror novel by Irish author Bram Stoker."
+    assert spans(dracula, "person", "who wrote dracula") == ["Bram Stoker"]  # not "Irish"
+    greek = "By the 4th century BC the alphabet, with 24 letters, was standard."
+    assert spans(greek, "number", "how many letters in the greek alphabet")[0] == "24 letters"
+    titanic = "RMS Titanic sank in the North Atlantic Ocean on 15 April 1912."
+    assert spans(titanic, "date", "when did the titanic sink") == ["15 April 1912"]
+    # a name made of the question's own words is no answer to it
+    olympics = "The ancient Olympic Games were held at Olympia."
+    assert spans(olympics, "place", "where were the olympic games held") == ["Olympia"]
+    assert spans(dracula, "other", "what is dracula") == []
+
+
+def test_focus_does_not_count_a_word_said_inside_another_name() -> None:
+    perth = "Perth is the capital city of Western Australia."
+    found = evidence.features("What is the capital of Australia?", perth, [perth], ["Perth"], [])
+    assert found["focus"] == 0.5  # "capital" yes; "Australia" only as "Western Australia"
+    assert found["support"] == 1.0  # the answer is its own quote
+    union = "The Soviet Union was dissolved on 26 December 1991."
+    asked = "when was the soviet union dissolved"
+    assert evidence.features(asked, union, [union], ["Soviet Union"], ["Soviet Union"]) == {
+        "support": 1.0, "focus": 1.0, "named": 1.0, "rank": 1.0, "typed": 1.0,
+        "type_match": 1.0, "short": 0.0,
+    }  # fmt: skip
+
+
+def test_the_issues_confident_perth_answer_is_now_flagged_and_abstained(
+    snapshot: SnapshotSource,
+) -> None:
+    """Issue 17's example: the snapshot has no Canberra article, and "Perth is the capital city
+    of Western Australia." used to go out at 0.90, unflagged."""
+    question = "What is the capital of Australia?"
+    answered = Agent(ExtractiveModel(), snapshot).ask(question)
+    assert isinstance(answered.output, Answer) and "Perth" in answered.output.text
+    assert answered.confidence < evidence.weights().review_below
+    assert answered.needs_human_review
+    abstained = Agent(ExtractiveModel(abstain=0.4), snapshot).ask(question)
+    assert isinstance(abstained.output, Refusal) and abstained.confidence == 0.0
+    # a well-supported answer still goes out, over the review threshold
+    hopper = Agent(ExtractiveModel(abstain=0.4), snapshot).ask(
+        "Who developed the FLOW-MATIC programming language?"
+    )
+    assert isinstance(hopper.output, Answer) and not hopper.needs_human_review
+
+
+def test_the_typed_reader_answers_with_the_span_and_quotes_its_sentence(
+    snapshot: SnapshotSource,
+) -> None:
+    result = Agent(ExtractiveModel(reader="typed"), snapshot).ask("who wrote dracula")
+    assert isinstance(result.output, Answer)
+    assert result.output.text == "Bram Stoker"
+    assert "Bram Stoker" in result.output.citations[0].quote
+    whole = Agent(ExtractiveModel(reader="typed", span=False), snapshot).ask("who wrote dracula")
+    assert isinstance(whole.output, Answer) and whole.output.text.startswith("Dracula is")
+
+
+def test_new_extractive_options_parse_and_bad_values_are_refused() -> None:
+    model = ExtractiveModel.from_options({"reader": "typed", "span": "off", "abstain": "0.4"})
+    assert model.spec == "extractive:reader=typed,span=False,abstain=0.4"
+    with pytest.raises(ValueError, match="reader"):
+        ExtractiveModel(reader="fancy")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="abstain"):
+        ExtractiveModel(abstain=1.5)
+    with pytest.raises(ValueError, match="on or off"):
+        ExtractiveModel.from_options({"span": "maybe"})
+
+
+def _frame(signals: list[dict[str, float]], verdicts: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "run_id": "r1", "suite": "public", "dimension": "correctness",
+            "outcome": "answer", "infra_error": False,
+            "verdict": verdicts, "signals": [json.dumps(s) for s in signals],
+        }
+    )  # fmt: skip
+
+
+def _signals(focus: float) -> dict[str, float]:
+    return dict.fromkeys(evidence.FEATURES, 0.0) | {"focus": focus, "support": 1.0}
+
+
+def test_the_fit_finds_the_signal_that_separates_right_from_wrong() -> None:
+    focus = [1.0, 0.9, 0.8, 1.0, 0.3, 0.2, 0.4, 0.1, 0.6, 0.5]
+    verdicts = ["pass"] * 4 + ["fail"] * 4 + ["pass", "fail"]
+    weights = fit(_frame([_signals(f) for f in focus], verdicts))
+    by_name = dict(zip(weights.features, weights.weights, strict=True))
+    assert by_name["focus"] > 1.0 and by_name["named"] == 0.0  # a constant signal gets nothing
+    assert weights.points == 10 and weights.auroc_fit == 1.0
+    assert weights.fitted_on == "r1 (suite public)"
+    right = evidence.score(_signals(1.0), weights)
+    wrong = evidence.score(_signals(0.1), weights)
+    assert right > 0.5 > wrong
+
+
+def test_a_run_with_one_class_or_no_signals_cannot_be_fitted() -> None:
+    with pytest.raises(FitError, match="correct and incorrect"):
+        fit(_frame([_signals(1.0)] * 3, ["pass"] * 3))
+    with pytest.raises(FitError, match="no signals"):
+        fit(_frame([_signals(1.0)], ["pass"]).drop(columns="signals"))
+
+
+def test_the_review_threshold_is_the_lowest_cut_within_the_risk() -> None:
+    scores = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
+    labels = [True, True, True, False, True, False]
+    # kept at >= 0.5: 4 of 5 right (risk 0.2); at >= 0.4: 4 of 6 (risk 0.33)
+    assert review_threshold(scores, labels, risk=0.25) == 0.5
+    assert review_threshold(scores, labels, risk=0.5) == 0.4
+    assert review_threshold([0.3, 0.2], [False, False], risk=0.1) == 1.0
+
+
+def test_the_shipped_weights_say_what_they_were_fitted_on() -> None:
+    weights = evidence.weights()
+    assert weights.features == list(evidence.FEATURES)
+    assert "suite public" in weights.fitted_on and weights.points >= 50
+    assert 0.0 < weights.review_below < 1.0
+
+
+def test_confidence_fit_cli_prints_weights_and_refuses_bad_input(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    focus = [1.0, 0.9, 0.2, 0.1, 0.8, 0.3]
+    frame = _frame([_signals(f) for f in focus], ["pass", "pass", "fail", "fail", "pass", "fail"])
+    frame.to_parquet(runs / "r1.parquet")
+    cmd = [sys.executable, "-m", "wikiqa.cli", "confidence", "fit"]
+    done = subprocess.run([*cmd, "r1", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "focus" in done.stdout and "6 decided answers" in done.stdout
+    missing = subprocess.run([*cmd, "nope", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert missing.returncode != 0 and "no such run" in missing.stderr
+    risky = [*cmd, "r1", "--out", str(tmp_path), "--risk", "2"]
+    bad = subprocess.run(risky, capture_output=True, text=True)
+    assert bad.returncode != 0 and "--risk" in bad.stderr

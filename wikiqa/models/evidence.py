@@ -1,0 +1,102 @@
+"""How well does the evidence behind an answer back it? Signals that vary, and one fitted score.
+
+An answer's confidence should say how likely it is to be right. The model's own say-so is not
+evidence, so the signals come from what the answer was grounded in:
+
+    support      share of the answer's content words its quotes contain (the old confidence)
+    focus        share of the question's content words the quotes or the cited titles state:
+                 does the evidence talk about what was asked ("Western Australia" quoted for
+                 "Australia" shares the word, not the focus: the title test below catches it)
+    named        the question names a cited article: every content word of its title is asked
+    rank         1 / (1 + where the cited article ranked in the question's search), 0 if absent
+    typed        the question asks for a person, place, date or number (`reading.answer_type`)
+    type_match   ... and a quote states a value of that type that the question does not
+    short        the answer is a value (six words or fewer), not a sentence
+
+`score` is a logistic model over them. Its weights are fitted (`wikiqa confidence fit`) on the
+public suite's development part, against the graders' decided correctness, and checked on its
+holdout; they ship in `wikiqa/data/confidence.json` with what they were fitted on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from functools import cache
+from importlib.resources import files
+
+from pydantic import BaseModel
+
+from wikiqa.models.reading import answer_type, names, spans, without_names
+from wikiqa.text import content_words, stem, words
+
+FEATURES = ("support", "focus", "named", "rank", "typed", "type_match", "short")
+WEIGHTS_FILE = "confidence.json"
+
+
+class Weights(BaseModel):
+    """A fitted logistic model, with where it came from and its review threshold."""
+
+    features: list[str]
+    weights: list[float]
+    bias: float
+    review_below: float  # answers under this confidence are flagged for human review
+    fitted_on: str  # the run (and suite) the weights were fitted on
+    points: int
+    auroc_fit: float
+
+
+def _stems(text: str, content: bool = True) -> set[str]:
+    return {stem(w) for w in (content_words(text) if content else words(text))}
+
+
+def features(
+    question: str, answer: str, quotes: Sequence[str], titles: Sequence[str], hits: Sequence[str]
+) -> dict[str, float]:
+    """The signals for one answer: its text, its quotes, its cited titles, and the titles the
+    question's first search returned, best first."""
+    asked = _stems(question)
+    quoted = set().union(*(_stems(q, content=False) for q in quotes))
+    focused = set().union(*(_stems(q, content=False) - _elsewhere(q, asked) for q in quotes))
+    titled = set().union(*(_stems(t, content=False) for t in titles)) if titles else set()
+    said = _stems(answer)
+    kind = answer_type(question)
+    ranks = [hits.index(t) for t in titles if t in hits]
+    named = any(_stems(t) and _stems(t) <= asked for t in titles)
+    return {
+        "support": len(said & quoted) / len(said) if said else 0.0,
+        "focus": len(asked & (focused | titled)) / len(asked) if asked else 0.0,
+        "named": float(named),
+        "rank": 1.0 / (1 + min(ranks)) if ranks else 0.0,
+        "typed": float(kind != "other"),
+        "type_match": float(kind != "other" and any(spans(q, kind, question) for q in quotes)),
+        "short": float(len(words(answer)) <= 6),
+    }
+
+
+def _elsewhere(quote: str, asked: set[str]) -> set[str]:
+    """Asked words a quote states only inside another name: "Western Australia" does not
+    state "Australia" when the question does not say "western". A name whose every content
+    word is asked ("the Soviet Union") states them."""
+    inside: set[str] = set()
+    for name in names(quote):
+        found = _stems(name)
+        if found - asked:
+            inside |= found & asked
+    return inside - _stems(without_names(quote), content=False)
+
+
+@cache
+def weights() -> Weights:
+    text = files("wikiqa.data").joinpath(WEIGHTS_FILE).read_text(encoding="utf-8")
+    return Weights.model_validate(json.loads(text))
+
+
+def score(signals: dict[str, float], fitted: Weights | None = None) -> float:
+    """The fitted probability that an answer with these signals is correct."""
+    fitted = fitted or weights()
+    z = fitted.bias + sum(
+        w * signals[f] for f, w in zip(fitted.features, fitted.weights, strict=True)
+    )
+    return 1.0 / (1.0 + math.exp(-z))
