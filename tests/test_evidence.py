@@ -170,3 +170,23 @@ def test_confidence_fit_cli_prints_weights_and_refuses_bad_input(tmp_path: Path)
     risky = [*cmd, "r1", "--out", str(tmp_path), "--risk", "2"]
     bad = subprocess.run(risky, capture_output=True, text=True)
     assert bad.returncode != 0 and "--risk" in bad.stderr
+
+
+def test_cached_turns_of_an_abstaining_answerer_do_not_outlive_its_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refit changes what `abstain` decides, so it must change the response-cache key;
+    without abstention the weights play no part and the key stays as it was."""
+    from wikiqa.evals.cache import CachingModel, ResponseCache
+    from wikiqa.models import UserMessage
+
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    messages = [UserMessage(text="who wrote dracula")]
+    abstaining = CachingModel(ExtractiveModel(abstain=0.4), cache, "0")
+    plain = CachingModel(ExtractiveModel(), cache, "0")
+    before = abstaining.key("system", messages, [])
+    plain_before = plain.key("system", messages, [])
+    monkeypatch.setattr(evidence, "weights_hash", lambda: "another-fit")
+    assert abstaining.key("system", messages, []) != before
+    assert plain.key("system", messages, []) == plain_before
+    cache.close()

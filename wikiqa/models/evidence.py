@@ -20,6 +20,7 @@ holdout; they ship in `wikiqa/data/confidence.json` with what they were fitted o
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -87,10 +88,20 @@ def _elsewhere(quote: str, asked: set[str]) -> set[str]:
     return inside - _stems(without_names(quote), content=False)
 
 
+def _text() -> str:
+    return files("wikiqa.data").joinpath(WEIGHTS_FILE).read_text(encoding="utf-8")
+
+
 @cache
 def weights() -> Weights:
-    text = files("wikiqa.data").joinpath(WEIGHTS_FILE).read_text(encoding="utf-8")
-    return Weights.model_validate(json.loads(text))
+    """The shipped weights, read once per process."""
+    return Weights.model_validate(json.loads(_text()))
+
+
+@cache
+def weights_hash() -> str:
+    """A short hash of the shipped weights: part of the cache key of anything scored by them."""
+    return hashlib.sha256(_text().encode()).hexdigest()[:16]
 
 
 def score(signals: dict[str, float], fitted: Weights | None = None) -> float:

@@ -132,6 +132,12 @@ class ExtractiveModel:
         ]
         return "extractive" + (":" + ",".join(changed) if changed else "")
 
+    @property
+    def cache_identity(self) -> str:
+        """Besides the spec, what decides its turns: the fitted confidence weights, when it
+        abstains on them (a refit must not replay turns cached under the old weights)."""
+        return evidence.weights_hash() if self.abstain else ""
+
     # -- the policy -------------------------------------------------------------------------
 
     def __call__(
