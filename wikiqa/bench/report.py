@@ -18,6 +18,7 @@ _TARGETS = {
     "search_p95_ms": ("<=", 20.0),
     "recall_at_5": (">=", 0.9),
     "ask_in_process_p50_ms": ("<=", 50.0),
+    "ask_climbed_in_process_p50_ms": ("<=", 50.0),
     "ask_new_process_p50_s": ("<=", 1.5),
     "dev_x3_wall_s": ("<=", 60.0),
     "rerun_model_calls": ("<=", 0.0),
@@ -51,7 +52,9 @@ def _report_ask(figures: dict[str, float]) -> str:
         f"ask (offline: snapshot + extractive): {figures['questions']:.0f} questions in process "
         f"({figures['answered']:.0f} answered), {figures['processes']:.0f} as new processes"
     ]
-    for key in ("ask_in_process_p50_ms", "ask_in_process_p95_ms"):
+    keys = ["ask_in_process_p50_ms", "ask_in_process_p95_ms"]
+    keys += ["ask_climbed_in_process_p50_ms", "ask_climbed_in_process_p95_ms"]  # abstain=0.4
+    for key in keys:
         lines.append(_line(key, figures[key], "{:.2f}"))
     for key in ("ask_new_process_p50_s", "ask_new_process_max_s"):
         lines.append(_line(key, figures[key], "{:.3f}"))
