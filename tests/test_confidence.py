@@ -31,3 +31,19 @@ def test_risk_falls_as_coverage_shrinks_when_confidence_is_informative() -> None
     ]  # fmt: skip
     r = report([0.9, 0.8, 0.3, 0.2], [True, True, False, True])
     assert (r.points, r.correct) == (4, 3) and r.auroc == pytest.approx(2 / 3, abs=1e-4)
+
+
+def test_the_auroc_interval_resamples_whole_tasks() -> None:
+    from wikiqa.evals.confidence import auroc_interval
+
+    scores = [0.9, 0.9, 0.8, 0.8, 0.3, 0.3, 0.2, 0.2]
+    labels = [True, True, True, True, False, False, False, False]
+    tasks = ["a", "a", "b", "b", "c", "c", "d", "d"]
+    assert auroc_interval(scores, labels, tasks) == (1.0, 1.0)  # separable in every resample
+    noisy = [0.9, 0.4, 0.8, 0.3, 0.7, 0.6, 0.5, 0.2]
+    mixed = [True, False, False, True, True, False, True, False]
+    low, high = auroc_interval(noisy, mixed, list("abcdefgh")) or (None, None)
+    point = auroc(noisy, mixed)
+    assert low is not None and high is not None and point is not None
+    assert low < point < high and high - low > 0.3  # eight points: a wide interval
+    assert auroc_interval([0.9, 0.1], [True, False], ["a", "a"]) is None  # one task

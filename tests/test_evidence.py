@@ -190,3 +190,48 @@ def test_cached_turns_of_an_abstaining_answerer_do_not_outlive_its_weights(
     assert abstaining.key("system", messages, []) != before
     assert plain.key("system", messages, []) == plain_before
     cache.close()
+
+
+def test_confidence_check_scores_labelled_answers_against_the_human_call(tmp_path: Path) -> None:
+    """`wikiqa confidence check`: the shipped weights against human labels; an answer whose
+    quote states the asked focus outranks one about another Australia."""
+    from wikiqa.cli.main import main
+
+    suite = tmp_path / "tasks.jsonl"
+    suite.write_text(
+        json.dumps({"id": "t1", "category": "factual", "question": "What is the capital of "
+                    "Australia?", "dimensions": ["correctness"], "reference_answer": "Canberra", "should_refuse": False,
+                    "answers": ["Canberra"]}) + "\n"
+        + json.dumps({"id": "t2", "category": "factual", "question": "When was the Soviet "
+                      "Union dissolved?", "dimensions": ["correctness"], "should_refuse": False,
+                      "reference_answer": "1991", "answers": ["1991"]}) + "\n",
+        encoding="utf-8",
+    )  # fmt: skip
+
+    def example(i: str, task: str, title: str, quote: str, verdict: str) -> str:
+        answer = {
+            "kind": "answer",
+            "text": quote,
+            "citations": [{"title": title, "quote": quote, "url": "https://x/" + i}],
+        }
+        return json.dumps({"id": i, "task_id": task, "answer": answer, "retrieved": [title],
+                           "labels": {"correctness": verdict}})  # fmt: skip
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(
+        example("a", "t1", "Perth", "Perth is the capital city of Western Australia.", "fail")
+        + "\n"
+        + example("b", "t2", "Soviet Union", "The Soviet Union was dissolved on 26 December "
+                  "1991.", "pass") + "\n",
+        encoding="utf-8",
+    )  # fmt: skip
+    from contextlib import redirect_stdout
+    from io import StringIO
+
+    out = StringIO()
+    with redirect_stdout(out):
+        assert main(["confidence", "check", str(labels), "--suite", str(suite)]) == 0
+    assert "AUROC 1.000" in out.getvalue() and "2 labelled answers" in out.getvalue()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(example("c", "nope", "Perth", "Perth is a city.", "fail") + "\n")
+    assert main(["confidence", "check", str(bad), "--suite", str(suite)]) != 0

@@ -1,7 +1,9 @@
-"""`wikiqa confidence fit RUN`: fit the confidence model on a recorded run's decided answers.
+"""`wikiqa confidence fit RUN` and `wikiqa confidence check LABELS...`.
 
-It prints the weights, the fit's AUROC and the review threshold, and with `--write` replaces the
-shipped weights (`wikiqa/data/confidence.json`) that every agent scores confidence with.
+`fit` fits the confidence model on a recorded run's decided answers: it prints the weights, the
+fit's AUROC and the review threshold, and with `--write` replaces the shipped weights
+(`wikiqa/data/confidence.json`) every agent scores confidence with. `check` measures the shipped
+weights against human correctness labels the fit never saw.
 """
 
 from __future__ import annotations
@@ -43,6 +45,30 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from wikiqa.evals import resolve_suite
+    from wikiqa.evals.confidence_fit import FitError, on_labels
+    from wikiqa.evals.stats import interval_text
+    from wikiqa.evals.tasks import TaskError, load_tasks
+    from wikiqa.evals.validation import LabelError, load_labels
+
+    try:
+        tasks = {t.id: t for s in args.suite or ["dev"] for t in load_tasks(resolve_suite(s))}
+        examples = [e for path in args.labels for e in load_labels(path)]
+        result = on_labels(examples, tasks)
+    except (LabelError, TaskError, FitError, ValueError) as err:
+        raise CliError(str(err), EXIT_NOT_FOUND) from err
+    ci = f" [{result.auroc_ci[0]:.2f}, {result.auroc_ci[1]:.2f}]" if result.auroc_ci else ""
+    auroc = "n/a" if result.auroc is None else f"{result.auroc:.3f}{ci}"
+    print(
+        f"confidence against human correctness labels: AUROC {auroc} · ECE "
+        f"{result.ece if result.ece is None else round(result.ece, 3)} · "
+        f"{result.points} labelled answers, "
+        f"{interval_text(result.correct, result.points)} labelled correct"
+    )
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("confidence", help="fit the confidence model on a recorded run")
     group = p.add_subparsers(dest="confidence_command", required=True, metavar="COMMAND")
@@ -59,3 +85,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     f.add_argument("--out", type=Path, help="results directory the run is in")
     f.add_argument("--write", action="store_true", help="replace the shipped weights")
     f.set_defaults(func=cmd_fit)
+    c = group.add_parser(
+        "check",
+        help="AUROC of the shipped confidence against human correctness labels",
+        description="Score every labelled answer (experiments/labels/*.jsonl format) with a "
+        "correctness label by the shipped confidence, and report AUROC (95% bootstrap "
+        "interval) and ECE against the human's call.",
+    )
+    c.add_argument("labels", nargs="+", type=Path, metavar="LABELS", help="label files (JSONL)")
+    c.add_argument("--suite", action="append", help="suite(s) the labels' task_ids come from: "
+                   "dev (default), public, or a task file; repeatable")  # fmt: skip
+    c.set_defaults(func=cmd_check)

@@ -10,6 +10,7 @@ weighted by their size (Guo et al. 2017).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 from pydantic import BaseModel
@@ -26,6 +27,7 @@ class ConfidenceReport(BaseModel):
     points: int
     correct: int
     auroc: float | None
+    auroc_ci: tuple[float, float] | None = None  # 95%, bootstrap over tasks
     ece: float | None
     curve: list[CoveragePoint]
 
@@ -85,12 +87,47 @@ def risk_coverage(scores: Sequence[float], labels: Sequence[bool]) -> list[Cover
     return curve
 
 
-def report(scores: Sequence[float], labels: Sequence[bool]) -> ConfidenceReport:
+def auroc_interval(
+    scores: Sequence[float],
+    labels: Sequence[bool],
+    groups: Sequence[str],
+    resamples: int = 1000,
+    seed: int = 17,
+) -> tuple[float, float] | None:
+    """A 95% percentile interval for AUROC, resampling whole tasks (`groups`): a task's trials
+    are not independent points, so resampling them one by one would be too narrow."""
+    by_group: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        by_group.setdefault(g, []).append(i)
+    keys = sorted(by_group)
+    if len(keys) < 2 or auroc(scores, labels) is None:
+        return None
+    rng = random.Random(seed)
+    values = []
+    for _ in range(resamples):
+        picked = [i for _ in keys for i in by_group[keys[rng.randrange(len(keys))]]]
+        value = auroc([scores[i] for i in picked], [labels[i] for i in picked])
+        if value is not None:
+            values.append(value)
+    if not values:
+        return None
+    values.sort()
+    lo, hi = (
+        values[int(0.025 * len(values))],
+        values[min(len(values) - 1, int(0.975 * len(values)))],
+    )
+    return round(lo, 4), round(hi, 4)
+
+
+def report(
+    scores: Sequence[float], labels: Sequence[bool], groups: Sequence[str] | None = None
+) -> ConfidenceReport:
     a, e = auroc(scores, labels), ece(scores, labels)
     return ConfidenceReport(
         points=len(scores),
         correct=sum(labels),
         auroc=None if a is None else round(a, 4),
+        auroc_ci=auroc_interval(scores, labels, groups) if groups is not None else None,
         ece=None if e is None else round(e, 4),
         curve=risk_coverage(scores, labels),
     )

@@ -20,7 +20,11 @@ import json
 import numpy as np
 import pandas as pd
 
-from wikiqa.evals.confidence import auroc, risk_coverage
+from wikiqa.agent import Answer
+from wikiqa.evals.confidence import ConfidenceReport, auroc, report, risk_coverage
+from wikiqa.evals.tasks import Task
+from wikiqa.evals.validation import LabelledExample
+from wikiqa.models import evidence
 from wikiqa.models.evidence import FEATURES, Weights
 
 
@@ -81,3 +85,32 @@ def review_threshold(scores: list[float], labels: list[bool], risk: float) -> fl
     no cut gets there: every answer is then reviewed)."""
     ok = [p.threshold for p in risk_coverage(scores, labels) if p.risk <= risk]
     return round(min(ok), 3) if ok else 1.0
+
+
+def on_labels(examples: list[LabelledExample], tasks: dict[str, Task]) -> ConfidenceReport:
+    """The shipped confidence against *human* correctness labels: every labelled answer with a
+    pass or fail, scored from its own quotes and titles. `retrieved` (the fetched titles, in
+    search order) stands for the search hits. A check the fit never saw, on labels written
+    without the graders."""
+    scores, labels, ids = [], [], []
+    for example in examples:
+        verdict = example.labels.get("correctness")
+        output = example.answer
+        if verdict not in ("pass", "fail") or not isinstance(output, Answer):
+            continue
+        task = tasks.get(example.task_id)
+        if task is None:
+            raise FitError(f"{example.id}: task {example.task_id} is in none of the suites")
+        found = evidence.features(
+            task.question,
+            output.text,
+            [c.quote for c in output.citations],
+            [c.title for c in output.citations],
+            example.retrieved,
+        )
+        scores.append(evidence.score(found))
+        labels.append(verdict == "pass")
+        ids.append(example.id)
+    if not scores:
+        raise FitError("no labelled answer has a correctness label")
+    return report(scores, labels, ids)

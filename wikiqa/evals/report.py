@@ -205,14 +205,14 @@ def _cell(
 def _confidence(records: list[dict[str, Any]]) -> ConfidenceReport | None:
     """(confidence, correct) for every answered trial whose correctness was decided."""
     points = [
-        (float(r["confidence"]), r["verdict"] == "pass")
-        for r in records
+        (float(r["confidence"]), r["verdict"] == "pass", str(r.get("task_id", i)))
+        for i, r in enumerate(records)
         if r["dimension"] == "correctness" and r["outcome"] == "answer"
         and r["verdict"] in ("pass", "fail") and r["confidence"] == r["confidence"]
     ]  # fmt: skip
     if not points:
         return None
-    return confidence_report([s for s, _ in points], [y for _, y in points])
+    return confidence_report([p[0] for p in points], [p[1] for p in points], [p[2] for p in points])
 
 
 def summarize(rows: pd.DataFrame) -> Summary:
@@ -337,6 +337,8 @@ def render(summary: Summary) -> str:
     if summary.confidence is not None:
         c2 = summary.confidence
         auroc = "n/a" if c2.auroc is None else f"{c2.auroc:.3f}"
+        if c2.auroc_ci is not None:
+            auroc += f" [{c2.auroc_ci[0]:.2f},{c2.auroc_ci[1]:.2f}]"
         ece = "n/a" if c2.ece is None else f"{c2.ece:.3f}"
         table.append(
             f"confidence: AUROC {auroc} for correctness · ECE {ece} "
