@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from wikiqa.agent.guard import scan
+from wikiqa.agent.quarantine import quarantine
 from wikiqa.agent.render import render_article, render_hits
 from wikiqa.agent.state import RunState
 from wikiqa.models import (
@@ -85,7 +86,7 @@ def _search(state: RunState, call: ToolCall, search: SearchArgs) -> ToolResult:
         query=search.query,
         hits=[h.title for h in hits],
     )
-    content = render_hits(search.query, hits)
+    content = render_hits(search.query, hits, state.spotlight)
     return ToolResult(call_id=call.id, name=call.name, content=content, artifact=hits)
 
 
@@ -98,6 +99,8 @@ def _fetch(state: RunState, call: ToolCall, fetch: FetchArgs) -> ToolResult:
         return tool_error(
             state, call, f"no article titled {fetch.title!r}; fetch a title from search results"
         )
+    found = scan(article)  # the guard reads the text as fetched
+    article, held = quarantine(article)  # the model and the quote check see it without these
     state.fetched.add(fetch.title, article)
     state.event(
         "fetch",
@@ -107,7 +110,13 @@ def _fetch(state: RunState, call: ToolCall, fetch: FetchArgs) -> ToolResult:
         revision_id=article.revision_id,
         provenance=article.provenance.model_dump(mode="json"),
     )
-    found = scan(article)
+    if held:
+        state.event(
+            "guard",
+            f"{len(held)} sentences quarantined in {article.title!r}: "
+            + ", ".join(sorted({why for why, _ in held})),
+            quarantined=[{"reason": why, "text": text} for why, text in held],
+        )
     if found:
         state.findings.extend(found)
         state.event(
@@ -115,5 +124,5 @@ def _fetch(state: RunState, call: ToolCall, fetch: FetchArgs) -> ToolResult:
             f"{len(found)} instruction-like passages or addresses in {article.title!r}",
             findings=[f.model_dump() for f in found],
         )
-    content = render_article(article)
+    content = render_article(article, state.spotlight)
     return ToolResult(call_id=call.id, name=call.name, content=content, artifact=article)

@@ -11,8 +11,10 @@ from __future__ import annotations
 from wikiqa.agent.actions import parse_args
 from wikiqa.agent.grounding import citation_problems
 from wikiqa.agent.guard import violations
+from wikiqa.agent.prompts import DATAMARK
 from wikiqa.agent.result import Answer, Citation, Output, Refusal
 from wikiqa.agent.state import RunState
+from wikiqa.agent.support import off_topic, plain_refusal, unsupported
 from wikiqa.models import REFUSE, SEARCH, RefuseArgs, SubmitArgs, ToolCall, ToolResult, evidence
 
 
@@ -25,14 +27,24 @@ def decide(state: RunState, call: ToolCall) -> Answer | Refusal | ToolResult:
         if violations(reason, state.findings):
             state.guard_blocked += 1
             state.event("guard", "refusal reason repeated planted text; replaced")
-            reason = "The fetched Wikipedia text does not support an answer."
+            reason = NOT_SUPPORTED
+        elif not plain_refusal(reason, state.question):
+            # a reason may only say "not found": a case number, a "legal hold" or a link in it
+            # is what a planted persuasion-to-refuse asks for (the model's words stay in the trace)
+            state.event(
+                "guard", "refusal reason said more than 'not found'; replaced", reason=reason
+            )
+            reason = NOT_SUPPORTED
         return Refusal(reason=reason, reason_code="not_supported")
 
     submit = parse_args(SubmitArgs, call.arguments) if not call.error else call.error
+    if isinstance(submit, SubmitArgs):
+        submit = _unmarked(submit)
     if isinstance(submit, str):
         problems, guard_problems = [f"malformed submission: {submit}"], []
     else:
         problems = citation_problems(submit.citations, state.fetched)
+        problems += support_problems(submit, state.question) if not problems else []
         quoted = "\n".join([submit.answer, *(c.quote for c in submit.citations)])
         guard_problems = violations(quoted, state.findings)
     if not problems and not guard_problems and isinstance(submit, SubmitArgs):
@@ -53,10 +65,38 @@ def decide(state: RunState, call: ToolCall) -> Answer | Refusal | ToolResult:
             "articles, so it was withheld.",
             reason_code="injection_blocked",
         )
+    # what failed is in the trace; the reason never echoes the model's text, which may carry
+    # whatever a planted instruction asked for
     return Refusal(
-        reason="The answer could not be grounded in the fetched text: " + "; ".join(problems),
-        reason_code="ungrounded",
+        reason="The answer could not be grounded in the fetched text.", reason_code="ungrounded"
     )
+
+
+NOT_SUPPORTED = "The fetched Wikipedia text does not support an answer."
+
+
+def support_problems(submit: SubmitArgs, question: str) -> list[str]:
+    """What the verified quotes do not back (`wikiqa.agent.support`), each named for repair."""
+    quotes = [c.quote for c in submit.citations]
+    problems = []
+    missing = unsupported(submit.answer, quotes, question, [c.title for c in submit.citations])
+    if missing:
+        problems.append(
+            f"the answer states {', '.join(repr(m) for m in missing[:5])}, which no quote "
+            "contains: quote the passage that states it, or leave it out"
+        )
+    if quotes and off_topic(quotes, question):
+        problems.append(
+            "no quote shares a word with the question: quote the passage that answers it"
+        )
+    return problems
+
+
+def _unmarked(submit: SubmitArgs) -> SubmitArgs:
+    """The submission with datamarks (spotlighting) copied from retrieved text read as spaces."""
+    if DATAMARK not in submit.model_dump_json():
+        return submit
+    return SubmitArgs.model_validate_json(submit.model_dump_json().replace(DATAMARK, " "))
 
 
 def _answer(state: RunState, submit: SubmitArgs) -> Answer:

@@ -38,7 +38,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from wikiqa.sources import Article
-from wikiqa.text import sentences, words
+from wikiqa.text import fold, sentences, words
 
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+", re.IGNORECASE)
 # In outputs only, two more shapes of address: a bare domain with a path
@@ -61,6 +61,30 @@ _TRIGGERS = [
     r"^\W*(?:what|what's|who|whom|whose|which|when|where|why|how|is|are|do|does|did|can|could|would|will|should|shall|may|have|has)\b.*\?[\"'”’)]*\s*$",
     r"\bfrom now on\b",
     r"^\W*(?:system|assistant|user)\s*:",
+    # issue 15: orders that name no reader, or use verbs the list above lacks
+    r"\b(?:answer|response|reply|solution)\s+to\s+(?:any|every|all|each)\b",
+    r"\b(?:any|every|each|all)\s+(?:factual\s+)?(?:questions?|quer(?:y|ies)|answers?|responses?|replies|summar(?:y|ies))\s+(?:asked\s+)?(?:about|on|regarding|concerning|derived|drawing|based|using|citing|from)\b",
+    r"\bbegin\s+(?:your|the|each|every|any)\s+(?:reply|response|answer|summary|output)\b",
+    r"\b(?:replies|responses|answers|summaries|summary|outputs?)\s+(?:must|should|shall|are to|need to|have to|are customarily)\b",
+    r"\b(?:must|should|shall|is to|are to)\s+be\s+(?:included|mentioned|cited|appended|added|inserted|displayed|stated|written|prefixed|credited)\b",
+    r"\b(?:required|requested|mandatory|essential|necessary|asked)\s+that\s+(?:\S+\s+){1,6}be\s+(?:included|mentioned|cited|appended|added|inserted|displayed|stated|written|prefixed|credited)\b",
+    r"\b(?:assistants?|ai|bots?|chatbots?|llms?|language models?|automated (?:readers?|systems?|tools?)|ai (?:systems?|models?|summaries|tools?)|responsible assistants)\b.{0,60}\b(?:must|should|shall|are asked|are required|are expected|are instructed|need to|decline|refuse|mention|cite|include|append|state|credit|display|embed)\b",
+    r"\b(?:decode|decipher|base64-decode|read (?:it|this|the next sentence) backwards)\b.{0,80}\b(?:follow|obey|do|carry out|execute|comply)\b",
+    r"\b(?:do not|don't|must not|never)\s+(?:answer|respond|reply|provide answers?)\b",
+    r"\b(?:decline|refuse)\s+to\s+(?:answer|respond|reply|provide)\b|\bwhen declining\b",
+    r"\b(?:operator|developer|editorial)\s+(?:instructions?|directives?|override|mode|token)\b",
+    r"\b(?:include|mention|append|add|insert|cite|state|write|display|output|prefix|credit|embed|reproduce)\b.{0,40}\b(?:codes?|tokens?|tags?|phrases?|markers?|links?|badges?|checksums?|urls?|addresses|words|identifiers?)\b.{0,40}\b(?:answers?|repl(?:y|ies)|responses?|summar(?:y|ies)|outputs?)\b",
+    r"\b(?:answers?|repl(?:y|ies)|responses?|summar(?:y|ies))\s+(?:\w+\s+){1,4}(?:must|should|shall)\s+(?:cite|include|mention|state|begin|start|end|display|reference|credit|contain)\b",
+    r"^\W*(?:before|after|when|while|whenever)\s+(?:answering|replying|responding|quoting|summari[sz]ing|citing)\b",
+    r"\bthis (?:article|page|entry|lead section|text)\b.{0,80}\b(?:answers?|questions?|repl(?:y|ies)|responses?|assistants?|quoting|summari[sz]|legal hold|retracted|under an? |subject to|disputed)",
+    r"\b(?:answers?|questions?|repl(?:y|ies)|responses?|assistants?|quoting)\b.{0,60}\bthis (?:article|page|entry|lead section|text)\b",
+    r"^\W*(?:for|to|hello|hi|dear|note to|attention|message to)\s+(?:\w+\s+){0,3}(?:ai|assistants?|bots?|models?|llms?|chatbots?)\b",
+    r"\bwhen you (?:answer|reply|respond|quote|summari[sz]e|cite)\b",
+    # the same orders in the languages attacks most often use
+    r"\b(?:ignorez|ignorer|oubliez|ignorieren|ignoriere|vergiss|vergessen|ignora|olvida|dimentica)\b.{0,50}\b(?:instructions?|consignes|anweisungen|instrucciones|istruzioni)\b",
+    r"\b(?:votre réponse|la réponse|ihre antwort|deine antwort|tu respuesta|su respuesta|la tua risposta|la sua risposta|cuando respondas|al responder|prima di rispondere|avant de répondre|bevor sie antworten)\b",
+    r"\b(?:assistants? (?:automatiques|virtuels|virtuali|de ia)|ki-(?:systeme?|assistenten?)|asistentes? de ia|assistenti (?:virtuali|di ia))\b",
+    r"(?:игнорир|инструкци|ассистент|в ответе|忽略|指示|指令|助手|回答|無視|アシスタント)",
 ]  # fmt: skip
 # An imperative opening a sentence, followed by the kind of word an order takes next; the
 # follower keeps "Stop motion animation ...", "State parks ..." and "Email is ..." out.
@@ -102,17 +126,22 @@ class Finding(BaseModel):
     text: str
 
 
-def _is_instruction(sentence: str) -> bool:
-    return bool(_TRIGGER.search(sentence) or _IMPERATIVE_START.search(sentence))
+def is_instruction(sentence: str) -> bool:
+    """Does the sentence read as an order to whoever reads it? (Fold disguises first.) An
+    order can open any clause: "...are lifted for this session; state that ..."."""
+    if _TRIGGER.search(sentence):
+        return True
+    return any(_IMPERATIVE_START.search(c) for c in re.split(r"[;:]\s+|\n", sentence))
 
 
 def scan(article: Article) -> list[Finding]:
     """Instruction-like sentences and web addresses in an article's text."""
     findings: list[Finding] = []
     for sentence in sentences(article.text):
-        instruction = _is_instruction(sentence)
+        folded = fold(sentence)
+        instruction = is_instruction(folded)
         if instruction:
-            findings.append(Finding(title=article.title, kind="instruction", text=sentence))
+            findings.append(Finding(title=article.title, kind="instruction", text=folded))
         for url in _URL.findall(sentence):
             findings.append(Finding(title=article.title, kind="url", text=url.rstrip(".,;:")))
         if instruction:

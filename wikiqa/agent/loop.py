@@ -33,7 +33,13 @@ from typing import Any
 from wikiqa.agent.actions import run_tool
 from wikiqa.agent.decide import confidence, decide, describe, last_look, signals
 from wikiqa.agent.grounding import quotable_text
-from wikiqa.agent.prompts import BASELINE_SYSTEM_PROMPT, NUDGE, SYSTEM_PROMPT, prompt_hash
+from wikiqa.agent.prompts import (
+    BASELINE_SYSTEM_PROMPT,
+    NUDGE,
+    SYSTEM_PROMPT,
+    prompt_hash,
+    system_prompt,
+)
 from wikiqa.agent.result import (
     INFRASTRUCTURE_CODES,
     AgentResult,
@@ -87,6 +93,7 @@ class Agent:
         depth: Depth = "lead",
         retrieval: bool = True,
         read_first: int = 0,
+        spotlight: bool = False,
         on_event: Callable[[TraceEvent], None] | None = None,
     ) -> None:
         if budget < 1:
@@ -100,6 +107,7 @@ class Agent:
         self.depth = depth
         self.retrieval = retrieval
         self.read_first = read_first
+        self.spotlight = spotlight  # datamark retrieved text (see `prompts.SPOTLIGHT_NOTE`)
         self.on_event = on_event
 
     def ask(self, question: str) -> AgentResult:
@@ -116,6 +124,7 @@ class _Run:
             source=agent.source,
             search_limit=agent.search_limit,
             depth=agent.depth,
+            spotlight=agent.spotlight,
             on_event=agent.on_event,
         )
 
@@ -172,7 +181,7 @@ class _Run:
             latency_ms=round((time.perf_counter() - start) * 1000, 3),
             model=spec,
             source=self.agent.source.name,
-            prompt_hash=prompt_hash(self.agent.retrieval),
+            prompt_hash=prompt_hash(self.agent.retrieval, self.agent.spotlight),
         )
 
     def _loop(self) -> Answer | Refusal:
@@ -203,7 +212,7 @@ class _Run:
         nudged = False
         while True:
             offered = self._offered()  # enforced on the calls below, not sent: see the docstring
-            turn = self._model_turn(tools=TOOLS)
+            turn = self._model_turn(system_prompt(self.agent.spotlight), tools=TOOLS)
             if turn.stop_reason in MODEL_REFUSALS:
                 return Refusal(
                     reason=f"The model declined to answer (stop reason {turn.stop_reason}).",

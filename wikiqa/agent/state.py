@@ -26,6 +26,7 @@ class RunState:
     source: WikiSource
     search_limit: int
     depth: Depth
+    spotlight: bool = False
     on_event: Callable[[TraceEvent], None] | None = None
     messages: list[Message] = field(default_factory=list)
     fetched: Fetched = field(default_factory=Fetched)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from wikiqa.bench.ask import bench_ask
 from wikiqa.bench.eval import bench_eval
 from wikiqa.bench.injection import bench_injection
+from wikiqa.bench.injection import report as injection_report
 from wikiqa.bench.load import bench_load
 from wikiqa.bench.local import bench_local
 from wikiqa.bench.public import bench_public
@@ -25,6 +27,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
     parser.add_argument("--seconds", type=float, default=30.0, help="load: how long to drive it")
     parser.add_argument("--bipia", type=Path, help="folder with BIPIA's text_attack_test.json")
+    parser.add_argument(
+        "--attacks",
+        type=Path,
+        action="append",
+        help="injection: a JSONL of {id, text, canary} attacks (repeatable; default: the "
+        "project's own)",
+    )
+    parser.add_argument(
+        "--misinformation",
+        type=Path,
+        help="injection: a JSONL of {id, question, title, text, false_answer, true_answer}",
+    )
     parser.add_argument("--pairs", type=Path, help="JSONL of {question, titles} (default: bundled)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
@@ -53,12 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             _line(k, v, "{:.2f}") for k, v in figures.items()
         )
     else:
-        figures = bench_injection(args.bipia)
-        report = (
-            "injection drill (each attack planted mid-article in 3 question targets)\n"
-            + "\n".join(
-                _line(k, v, "{:.4f}" if "rate" in k else "{:.0f}") for k, v in figures.items()
-            )
-        )
+        try:
+            figures = bench_injection(args.bipia, args.attacks, args.misinformation)
+        except (OSError, ValueError) as err:
+            print(f"wikiqa.bench: error: {err}", file=sys.stderr)
+            return 1
+        report = injection_report(figures)
     print(json.dumps(figures, indent=2) if args.json else report)
     return 0

@@ -15,6 +15,7 @@ from wikiqa.cli.common import (
     MODEL_HELP,
     READ_FIRST_HELP,
     SOURCE_HELP,
+    SPOTLIGHT_HELP,
     CliError,
     count,
     positive_int,
@@ -64,6 +65,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             source,
             budget=args.budget,
             read_first=args.read_first,
+            spotlight=args.spotlight,
             on_event=stream if args.verbose else None,
         )
     except ValueError as err:
@@ -105,6 +107,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ask.add_argument("--source", help=SOURCE_HELP + " (env WIKIQA_SOURCE)")
     ask.add_argument("--budget", type=positive_int, default=8, help="tool-call budget")
     ask.add_argument("--read-first", type=count, default=0, help=READ_FIRST_HELP)
+    ask.add_argument("--spotlight", action="store_true", help=SPOTLIGHT_HELP)
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ask.add_argument("-v", "--verbose", action="store_true", help="stream the trace to stderr")
     ask.set_defaults(func=cmd_ask)

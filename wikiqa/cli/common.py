@@ -18,6 +18,10 @@ EXIT_USAGE = 2  # as argparse: the arguments do not fit together
 SOURCE_HELP = "snapshot (default, offline), live, live:<host>, or a snapshot file path"
 MODEL_HELP = "extractive (default, offline), anthropic:<model>, openai:<model>@<url>"
 READ_FIRST_HELP = "fetch the top N search hits before the model's first turn (default 0)"
+SPOTLIGHT_HELP = (
+    "datamark retrieved text for the model (spotlighting: every space becomes ˆ); off by "
+    "default, recorded in the prompt hash"
+)
 
 
 class CliError(Exception):

@@ -19,6 +19,7 @@ from wikiqa.cli.common import (
     MODEL_HELP,
     READ_FIRST_HELP,
     SOURCE_HELP,
+    SPOTLIGHT_HELP,
     CliError,
     count,
     positive_int,
@@ -43,6 +44,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         "concurrency": args.concurrency,
         "budget": args.budget,
         "read_first": args.read_first,
+        "spotlight": args.spotlight or None,
         "limit": args.limit,
         "experiment": args.experiment,
         "change": args.change,
@@ -188,6 +190,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--budget", type=positive_int, default=None, help="tool-call budget per question"
     )
     p.add_argument("--read-first", type=count, default=None, help=READ_FIRST_HELP)
+    p.add_argument("--spotlight", action="store_true", help=SPOTLIGHT_HELP)
     p.add_argument("--limit", type=positive_int, default=None, help="run only the first N tasks")
     p.add_argument(
         "--out",

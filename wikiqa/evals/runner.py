@@ -103,6 +103,7 @@ class Runner:
                 budget=self.config.budget,
                 retrieval=self.config.retrieval,
                 read_first=self.config.read_first,
+                spotlight=self.config.spotlight,
             )
             result = agent.ask(task.question)
             if not result.infrastructure_error or attempts >= self.config.infra_attempts:
@@ -168,7 +169,7 @@ class Runner:
                 suite_hash=digest,
                 source_name=self.source.name,
                 source_hash=_source_hash(self.source),
-                prompt_hash=prompt_hash(config.retrieval),
+                prompt_hash=prompt_hash(config.retrieval, config.spotlight),
                 model=self.model.spec,
                 judge=self.judge_model.spec if self.judge_model else None,
                 tasks=len(tasks),

@@ -56,6 +56,9 @@ class RunConfig(BaseModel):
     read_first: int = Field(
         0, ge=0, description="Top search hits the agent fetches before the model's first turn."
     )
+    spotlight: bool = Field(
+        False, description="Datamark retrieved text for the model (spotlighting; a lever)."
+    )
     limit: int | None = Field(None, ge=1, description="Run only the first N tasks.")
     experiment: str = "adhoc"
     change: str = ""

@@ -28,13 +28,14 @@ def run_step(
     retrieval: bool = True,
     budget: int = DEFAULT_BUDGET,
     read_first: int = 0,
+    spotlight: bool = False,
     out: str | Path | None = None,
 ) -> RunOutcome:
     """One hillclimb step: run the suite and return the outcome (parquet already written)."""
     config = RunConfig(
         experiment=experiment, model=model, judge=judge, source=source, suite=suite,
         trials=trials, concurrency=concurrency, limit=limit, change=change, kind=kind,
-        retrieval=retrieval, budget=budget, read_first=read_first,
+        retrieval=retrieval, budget=budget, read_first=read_first, spotlight=spotlight,
         out=Path(out) if out else results_dir(),
     )  # fmt: skip
     return run_eval(config, progress=False)

@@ -15,6 +15,8 @@ from wikiqa.sources.protocol import SourceWrapper, WikiSource, normalize_title
 from wikiqa.sources.records import Article, Depth
 from wikiqa.text import sentences
 
+Position = Literal["start", "middle", "end"]
+
 
 class Plant(BaseModel):
     """Text to plant into one article; `position` is where in the text it goes."""
@@ -23,7 +25,7 @@ class Plant(BaseModel):
 
     title: str
     text: str
-    position: Literal["start", "middle", "end"] = "end"
+    position: Position = "end"
 
 
 def plant_text(text: str, planted: str, position: str) -> str:

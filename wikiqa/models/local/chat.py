@@ -81,16 +81,18 @@ def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
     return "".join(out)
 
 
-_CONTROL = re.compile(r"<\|")
+_CONTROL = re.compile(r"<(?=\||/?tool_(?:call|response)>)")
 
 
 def _inert(text: str) -> str:
-    """Conversation text with ChatML control markers broken (`<|im_start|>` -> `‹|im_start|>`).
+    """Conversation text with ChatML control markers and the template's tool tags broken
+    (`<|im_start|>` -> `‹|im_start|>`, `</tool_response>` -> `‹/tool_response>`).
 
     llama.cpp tokenizes the prompt with special tokens on, so `<|im_start|>system` inside an
-    article would become a real turn boundary: a planted system prompt.
+    article would become a real turn boundary: a planted system prompt; and a planted
+    `</tool_response>` would end the tool turn early.
     """
-    return _CONTROL.sub("‹|", text)
+    return _CONTROL.sub("‹", text)
 
 
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
