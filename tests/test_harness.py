@@ -307,3 +307,29 @@ def test_rerunning_a_recorded_step_with_identical_inputs_adds_no_row(
     changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
     changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
     assert len(changelog.read(cfg.out)) == 5
+
+
+def test_a_recorded_run_does_not_mark_the_next_one_dirty(tmp_path: Path) -> None:
+    """Recording writes results/ (tracked); the code's commit is still clean for the next run,
+    while a change to code outside results/ makes it dirty."""
+    import subprocess
+
+    from wikiqa.evals.runs import git_sha
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "changelog.jsonl").write_text("{}\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+
+    def git(*args: str) -> None:
+        command = ["git", "-C", str(tmp_path), "-c", "user.email=a@b", "-c", "user.name=a"]
+        subprocess.run([*command, *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "x")
+    clean = git_sha(tmp_path)
+    assert len(clean) >= 7 and not clean.endswith("-dirty")
+    (tmp_path / "results" / "changelog.jsonl").write_text("{}\n{}\n")  # a run was recorded
+    assert git_sha(tmp_path) == clean
+    (tmp_path / "code.py").write_text("x = 2\n")  # the code changed
+    assert git_sha(tmp_path) == clean + "-dirty"

@@ -146,16 +146,18 @@ class RunOutcome(BaseModel):
         )
 
 
-def git_sha() -> str:
-    """The commit the run's code came from, `-dirty` when tracked files were changed."""
-    root = Path(__file__).resolve().parents[2]
+def git_sha(root: Path | None = None) -> str:
+    """The commit the run's code came from, `-dirty` when tracked files were changed. The
+    climb's own record (`results/`) does not count: recording one run must not mark the next
+    run of the same commit dirty."""
+    root = root or Path(__file__).resolve().parents[2]
 
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
         return done.stdout.strip()
 
     try:
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!results")
         return git("rev-parse", "--short", "HEAD") + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
