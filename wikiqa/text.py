@@ -48,7 +48,7 @@ def content_words(text: str) -> list[str]:
 # Any other next character splits: a capital in any script, a digit, a quote or bracket, CJK
 # (which has no case), a tag or JSON opener ("<", "{", "[", "&"). Splitting only before ASCII
 # capitals glued planted text in another script onto a real sentence (issue 15).
-_SENTENCE_END = re.compile(r"(?<=[。！？])\s*|(?<=[.!?])[\"'”’)\]]*\s*")
+_SENTENCE_END = re.compile(r"(?<=[。！？])\s*|(?<=[.!?])[\"'”’)\]}]*\s*")
 _OPENERS = "<{[&"
 _CLOSERS = ",.;:!?)]}-–—…\"'”’"
 _ABBREVIATION = re.compile(

@@ -47,7 +47,7 @@ _ROLE_LABEL = re.compile(
     r"|#{1,6}\s*(?:system|developer|assistant|instructions?)\b"
     r"|(?:system|assistant|user|developer|operator)\s*[:>]"
     r"|\[(?:search|fetch|model|decision|guard|repair|error|step \d+)\]"
-    r"|(?:INFO|DEBUG|WARN|WARNING|ERROR)\s+[\w.]+:"
+    r"|(?:\[[^\]]{0,40}\]\s*)?(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE)\s+[\w.]+:"
     r"|(?:FAQ\W+)?[QA]\s*:\s)",
     re.IGNORECASE,
 )
