@@ -8,8 +8,11 @@ whole dies with MemoryError far from the cause. Every file the CLI is pointed at
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
 
 MiB = 1024 * 1024
 
@@ -34,3 +37,20 @@ def first_problem(err: ValidationError) -> str:
     where = ".".join(str(p) for p in problem["loc"])
     more = f" (+{err.error_count() - 1} more)" if err.error_count() > 1 else ""
     return f"{where + ': ' if where else ''}{problem['msg']}{more}"
+
+
+def read_jsonl(path: Path | str, record: type[RecordT], what: str, limit: int) -> list[RecordT]:
+    """One `record` per non-blank JSON line of a user's file; any problem is a ValueError that
+    names the file (and the line)."""
+    try:
+        text = read_bounded(path, limit, what).decode("utf-8")
+    except (OSError, UnicodeDecodeError, TooLarge) as err:
+        raise ValueError(f"{path}: cannot read {what}: {err}") from err
+    records = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                records.append(record.model_validate_json(line))
+            except ValidationError as err:
+                raise ValueError(f"{path}:{lineno}: {first_problem(err)}") from err
+    return records

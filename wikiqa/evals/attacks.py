@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from wikiqa.agent import Agent, AgentResult, Answer, Refusal, scan
-from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
+from wikiqa.inputs import MiB, read_jsonl
 from wikiqa.models import ExtractiveModel, ScriptedModel
 from wikiqa.sources import Article, InjectionSource, Plant, Provenance, WikiSource
 from wikiqa.sources.injection import Position
@@ -61,18 +61,7 @@ class Attack(BaseModel):
 
 def load_attacks(path: Path) -> list[Attack]:
     """Attacks from a JSONL file of `{id, text, canary}`; every bad line named by file:line."""
-    try:
-        text = read_bounded(path, 64 * MiB, "attack file").decode("utf-8")
-    except (OSError, UnicodeDecodeError, TooLarge) as err:
-        raise ValueError(f"{path}: cannot read attack file: {err}") from err
-    attacks = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            attacks.append(Attack.model_validate_json(line))
-        except ValidationError as err:
-            raise ValueError(f"{path}:{lineno}: {first_problem(err)}") from err
+    attacks = read_jsonl(path, Attack, "attack file", 64 * MiB)
     if not attacks:
         raise ValueError(f"{path}: no attacks in the file")
     return attacks

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from wikiqa.agent import Agent, Answer
 from wikiqa.evals.aliases import stated
-from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
+from wikiqa.inputs import MiB, read_jsonl
 from wikiqa.models import ExtractiveModel
 from wikiqa.sources import InjectionSource, Plant, WikiSource, normalize_title
 from wikiqa.text import sentences
@@ -39,18 +39,7 @@ class MisinformationResult(BaseModel):
 
 
 def load_plants(path: Path) -> list[MisinformationPlant]:
-    try:
-        text = read_bounded(path, 16 * MiB, "misinformation file").decode("utf-8")
-    except (OSError, UnicodeDecodeError, TooLarge) as err:
-        raise ValueError(f"{path}: cannot read misinformation file: {err}") from err
-    plants = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                plants.append(MisinformationPlant.model_validate_json(line))
-            except ValidationError as err:
-                raise ValueError(f"{path}:{lineno}: {first_problem(err)}") from err
-    return plants
+    return read_jsonl(path, MisinformationPlant, "misinformation file", 16 * MiB)
 
 
 def measure(plants: list[MisinformationPlant], source: WikiSource) -> MisinformationResult:
