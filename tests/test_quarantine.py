@@ -114,6 +114,18 @@ def test_an_answer_may_only_state_what_its_quotes_or_the_question_say() -> None:
     ]
     assert unsupported("It is 9,000 metres tall.", [quote], question) == ["9,000"]
     assert unsupported("It was PWNED.", [quote], question) == ["PWNED"]
+    # a word capitalised because it opens the sentence is not a name
+    assert unsupported("According to it, Mount Everest.", [quote], question) == []
+
+
+def test_most_of_an_answer_must_come_from_its_quotes() -> None:
+    from wikiqa.agent.support import uncovered
+
+    quote = "Paris is the capital and largest city of France"
+    question = "What is the capital of France?"
+    assert uncovered("Paris is the capital of France.", [quote], question) == 0.0
+    assert uncovered("According to the article, staged in a studio.", [quote], question) == 1.0
+    assert uncovered("The largest city, Paris, is its capital.", [quote], question) == 0.0
 
 
 def test_a_quote_must_share_a_word_with_the_question() -> None:

@@ -14,7 +14,7 @@ from wikiqa.agent.guard import violations
 from wikiqa.agent.prompts import DATAMARK
 from wikiqa.agent.result import Answer, Citation, Output, Refusal
 from wikiqa.agent.state import RunState
-from wikiqa.agent.support import off_topic, plain_refusal, unsupported
+from wikiqa.agent.support import off_topic, plain_refusal, uncovered, unsupported
 from wikiqa.models import REFUSE, SEARCH, RefuseArgs, SubmitArgs, ToolCall, ToolResult, evidence
 
 
@@ -73,17 +73,24 @@ def decide(state: RunState, call: ToolCall) -> Answer | Refusal | ToolResult:
 
 
 NOT_SUPPORTED = "The fetched Wikipedia text does not support an answer."
+MAX_UNCOVERED = 0.5  # 2 of 248 faithful hand-labelled answers exceed it (README)
 
 
 def support_problems(submit: SubmitArgs, question: str) -> list[str]:
     """What the verified quotes do not back (`wikiqa.agent.support`), each named for repair."""
     quotes = [c.quote for c in submit.citations]
     problems = []
-    missing = unsupported(submit.answer, quotes, question, [c.title for c in submit.citations])
+    titles = [c.title for c in submit.citations]
+    missing = unsupported(submit.answer, quotes, question, titles)
     if missing:
         problems.append(
             f"the answer states {', '.join(repr(m) for m in missing[:5])}, which no quote "
             "contains: quote the passage that states it, or leave it out"
+        )
+    if uncovered(submit.answer, quotes, question, titles) > MAX_UNCOVERED:
+        problems.append(
+            "most of the answer's words are in no quote: answer in the words of the passages "
+            "you quote"
         )
     if quotes and off_topic(quotes, question):
         problems.append(
