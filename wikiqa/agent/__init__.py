@@ -5,6 +5,7 @@
 - `actions`: running the model's search and fetch calls; `render`: how results are shown to it;
 - `decide`: accepting or repairing a submission, the last guard check, confidence;
 - `grounding`: verbatim-quote checks; `guard`: the deterministic injection guard;
+- `quarantine`: retrieved spans never quotable; `support`: what an answer or refusal may carry;
 - `prompts`: the system prompts and their hash; `result`: what the agent returns.
 """
 
