@@ -189,6 +189,11 @@ def test_cached_turns_of_an_abstaining_answerer_do_not_outlive_its_weights(
     monkeypatch.setattr(evidence, "weights_hash", lambda: "another-fit")
     assert abstaining.key("system", messages, []) != before
     assert plain.key("system", messages, []) == plain_before
+    # new code for the policy is a new key too, abstaining or not
+    from wikiqa.models import extractive
+
+    monkeypatch.setattr(extractive, "_policy_hash", lambda: "other-code")
+    assert plain.key("system", messages, []) != plain_before
     cache.close()
 
 

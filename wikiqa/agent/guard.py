@@ -6,11 +6,15 @@ output (answer, quotes, refusal reason) is checked against what was found before
 agent.
 
 What it catches
-- Sentences that address the assistant or the reader: "ignore (all) previous instructions",
-  "tell the user to ...", "output/print/say the following", "respond with", "as an AI ...",
+- Sentences (read after `text.fold` takes off disguises) that address the assistant or the
+  reader: "ignore (all) previous instructions", "tell the user to ...", "output/print/say the
+  following", "respond with", "as an AI ...",
   "you must ...", anything about "your answer/response/reply", questions (encyclopedic leads
-  state, they do not ask), and sentences that open with an imperative aimed at a reader (visit,
-  click, download, say, print, explain, provide, encode, modify, ...).
+  state, they do not ask), sentences that open (or open a clause) with an imperative aimed at a
+  reader (visit, click, download, say, print, explain, provide, encode, modify, ...), orders
+  without a reader ("the answer to any question about this article is", "begin your reply
+  with", "it is required that ... be included"), persuasion to refuse, and the same orders in
+  the phrasings attacks use in French, German, Spanish, Italian, Russian, Chinese and Japanese.
 - URLs and web addresses (http(s)://..., www....) anywhere in retrieved text, and bare domains
   inside instruction-like sentences.
 - In the output: any web address at all (answers never need one: with a scheme, www., a bare
@@ -25,9 +29,11 @@ What it does not catch
   are what see it.
 - Paraphrased compliance: an output that does what a planted instruction asked in different
   words (say, a summary in French because the article said "answer in French").
-- Instructions in languages other than English, or split across sentences so that no single
-  sentence looks like one.
-- Payloads shorter than two characters, and instructions with no verb from its list.
+- Instructions split across sentences so that no single sentence looks like one, languages
+  beyond the phrasings listed above (fr, de, es, it, ru, zh, ja), and orders whose wording none
+  of its patterns foresaw. The quarantine (`quarantine.py`) and the structural checks
+  (`support.py`) are there for what it misses.
+- Payloads shorter than two characters.
 """
 
 from __future__ import annotations

@@ -27,8 +27,12 @@ Spec: `extractive` or `extractive:threshold=0.6,hits_read=2,scoring=idf`.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import inspect
 import math
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -53,6 +57,16 @@ from wikiqa.text import content_words, sentences, stem, words
 _OPTIONS = (
     "threshold", "hits_read", "scoring", "title_weight", "reader", "type_bonus", "span", "abstain", "delay",
 )  # fmt: skip
+
+
+@functools.cache
+def _policy_hash() -> str:
+    """A short hash of the source the extractive policy runs on."""
+    from wikiqa import text
+    from wikiqa.models import reading
+
+    sources = [inspect.getsource(m) for m in (sys.modules[__name__], reading, evidence, text)]
+    return hashlib.sha256("\n".join(sources).encode()).hexdigest()[:16]
 
 
 def _flag(value: str) -> bool:
@@ -134,9 +148,10 @@ class ExtractiveModel:
 
     @property
     def cache_identity(self) -> str:
-        """Besides the spec, what decides its turns: the fitted confidence weights, when it
-        abstains on them (a refit must not replay turns cached under the old weights)."""
-        return evidence.weights_hash() if self.abstain else ""
+        """Besides the spec, what decides its turns: the code of its policy, and the fitted
+        confidence weights when it abstains on them. A cached turn from older code or weights
+        must never be replayed (step 05's first trial once was)."""
+        return _policy_hash() + (":" + evidence.weights_hash() if self.abstain else "")
 
     # -- the policy -------------------------------------------------------------------------
 
