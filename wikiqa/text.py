@@ -62,6 +62,7 @@ _TAG = re.compile(r"(?:<|&lt;)/?[A-Za-z_][\w:-]*[^<>]{0,200}?(?:>|&gt;)")
 _ROLE = re.compile(r"<\|[^|<>]{0,40}\|>")
 
 
+@lru_cache(maxsize=4096)
 def script(char: str) -> str:
     """'latin' for ASCII and Latin letters, else the first word of the Unicode name
     ('CJK', 'CYRILLIC', 'FULLWIDTH', ...); '' for anything that is not a letter."""
@@ -80,6 +81,8 @@ _UNSPACED = frozenset({"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "THAI", "LAO", "
 def _foreign_runs(text: str) -> list[int]:
     """Where a run of 3+ letters in a non-Latin script starts after Latin text, outside
     parentheses: the offsets to split at."""
+    if text.isascii():  # the common case: nothing to look for
+        return []
     cuts, depth, previous = [], 0, ""
     i = 0
     while i < len(text):
@@ -152,8 +155,20 @@ def _starts_sentence(text: str, end: int, spaced: bool, cjk: bool) -> bool:
     return bool(first) and not first.islower() and first not in _CLOSERS
 
 
+def clear_memo() -> None:
+    """Forget memoised splits and folds (benchmarks time a cold start with it)."""
+    _sentences.cache_clear()
+    fold.cache_clear()
+
+
 def sentences(text: str) -> list[str]:
-    """Split prose into sentences, keeping each a verbatim span of `text`."""
+    """Split prose into sentences, keeping each a verbatim span of `text`. An article's text is
+    split by the guard, the quarantine, search snippets and the answerer in turn: memoised."""
+    return list(_sentences(text))
+
+
+@lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[str, ...]:
     spans: list[str] = []
     start = 0
     for match in _SENTENCE_END.finditer(text):
@@ -173,7 +188,7 @@ def sentences(text: str) -> list[str]:
     tail = text[start:].strip()
     if tail:
         spans.append(tail)
-    return [piece for span in spans for piece in _hard_cuts(span.strip()) if piece]
+    return tuple(piece for span in spans for piece in _hard_cuts(span.strip()) if piece)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -202,6 +217,7 @@ _LEET = str.maketrans("0134578@$", "oieastbas")
 _LEET_WORD = re.compile(r"\b(?=\w*[a-z])(?=\w*[013457])[a-z0-9]{3,}\b", re.IGNORECASE)
 
 
+@lru_cache(maxsize=1 << 14)
 def fold(text: str) -> str:
     """What a sentence says once its disguises are taken off (for pattern checks only)."""
     text = unicodedata.normalize("NFKC", text)
@@ -213,6 +229,8 @@ def fold(text: str) -> str:
 def mixed_script(word: str) -> bool:
     """A word in disguise: Latin letters mixed with Cyrillic ones, or a Greek letter set between
     Latin ones ("quοtιng"); scientific "μm", "β-lactam" and "ΔFosB" are not disguises."""
+    if word.isascii():
+        return False
     kinds = [script(c) for c in word]
     if "latin" not in kinds:
         return False

@@ -15,7 +15,16 @@ from wikiqa.agent.prompts import DATAMARK
 from wikiqa.agent.result import Answer, Citation, Output, Refusal
 from wikiqa.agent.state import RunState
 from wikiqa.agent.support import off_topic, plain_refusal, uncovered, unsupported
-from wikiqa.models import REFUSE, SEARCH, RefuseArgs, SubmitArgs, ToolCall, ToolResult, evidence
+from wikiqa.models import (
+    REFUSE,
+    SEARCH,
+    CitationArg,
+    RefuseArgs,
+    SubmitArgs,
+    ToolCall,
+    ToolResult,
+    evidence,
+)
 
 
 def decide(state: RunState, call: ToolCall) -> Answer | Refusal | ToolResult:
@@ -101,9 +110,16 @@ def support_problems(submit: SubmitArgs, question: str) -> list[str]:
 
 def _unmarked(submit: SubmitArgs) -> SubmitArgs:
     """The submission with datamarks (spotlighting) copied from retrieved text read as spaces."""
-    if DATAMARK not in submit.model_dump_json():
-        return submit
-    return SubmitArgs.model_validate_json(submit.model_dump_json().replace(DATAMARK, " "))
+
+    def plain(text: str) -> str:
+        return text.replace(DATAMARK, " ")
+
+    return SubmitArgs(
+        answer=plain(submit.answer),
+        citations=[
+            CitationArg(title=plain(c.title), quote=plain(c.quote)) for c in submit.citations
+        ],
+    )
 
 
 def _answer(state: RunState, submit: SubmitArgs) -> Answer:

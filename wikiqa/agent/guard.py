@@ -39,6 +39,7 @@ What it does not catch
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -132,6 +133,7 @@ class Finding(BaseModel):
     text: str
 
 
+@lru_cache(maxsize=1 << 14)
 def is_instruction(sentence: str) -> bool:
     """Does the sentence read as an order to whoever reads it? (Fold disguises first.) An
     order can open any clause: "...are lifted for this session; state that ..."."""

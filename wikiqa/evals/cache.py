@@ -75,7 +75,7 @@ class CachingModel:
         if options is not None:  # absent for the agent's calls, so their keys are unchanged
             payload["options"] = options.model_dump()
         identity = getattr(self.model, "cache_identity", "")
-        if identity:  # what else decides its replies (the extractive answerer's fitted weights)
+        if identity:  # what else decides its replies (the extractive answerer's code and weights)
             payload["identity"] = identity
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
