@@ -14,7 +14,9 @@ import pytest
 from wikiqa.cli import main
 from wikiqa.evals import CATEGORIES, SUITES, Task, TaskError, load_tasks, resolve_suite
 from wikiqa.evals.importers import (
+    FRESH_QUOTAS,
     LICENCES,
+    Imported,
     Leads,
     fold,
     import_bipia,
@@ -22,6 +24,7 @@ from wikiqa.evals.importers import (
     import_nq_open,
     import_selfaware,
     import_truthfulqa,
+    leftovers,
     split_holdout,
     states,
     take,
@@ -345,6 +348,45 @@ def test_public_holdout_loads_only_with_holdout() -> None:
             resolve_suite(sneaky)
     with pytest.raises(TaskError, match="do not pass a task file"):
         resolve_suite(str(SUITES / "public.jsonl"), holdout=True)
+
+
+def test_fresh_holdout_is_held_out_and_shares_no_question() -> None:
+    fresh = resolve_suite("fresh", holdout=True)
+    assert fresh == SUITES / "fresh_holdout.jsonl"
+    with pytest.raises(TaskError, match="held-out split only"):
+        resolve_suite("fresh")
+    for sneaky in ["fresh_holdout", str(fresh)]:
+        with pytest.raises(TaskError, match="loads only with --holdout"):
+            resolve_suite(sneaky)
+    tasks = load_tasks(fresh)
+    assert Counter(t.category for t in tasks) == {
+        "factual": 49,
+        "unanswerable": 150,
+        "adversarial": 60,
+    }
+
+    def asked(path: Path) -> set[str]:
+        return {" ".join(t.question.casefold().split()) for t in load_tasks(path)}
+
+    others = set().union(
+        *(asked(SUITES / f"{n}.jsonl") for n in ("public", "public_holdout", "dev", "holdout"))
+    )
+    assert not asked(fresh) & others
+
+
+def test_leftovers_take_only_unasked_questions() -> None:
+    def task(i: int, category: str, question: str) -> Task:
+        return make(i, category).model_copy(update={"question": question})
+
+    pool = [task(i, "factual", f"fact {i}?") for i in range(6)]
+    pool += [task(i, "unanswerable", f"open {i}?") for i in range(200)]
+    chosen = [pool[0], task(99, "unanswerable", "  FACT 1? ")]  # the same question, re-cased
+    fresh = leftovers(chosen, [Imported("selfaware", pool)], seed=3)
+    counts = Counter(t.category for t in fresh)
+    assert counts == {"factual": 4, "unanswerable": FRESH_QUOTAS["unanswerable"]}
+    assert not {t.question for t in fresh} & {"fact 0?", "fact 1?"}
+    assert leftovers(chosen, [Imported("selfaware", pool)], seed=3) == fresh
+    assert leftovers(chosen, [Imported("selfaware", pool)], seed=4) != fresh  # seeded
 
 
 def test_the_committed_public_suite() -> None:

@@ -15,6 +15,8 @@ from wikiqa.bench.injection import report as injection_report
 from wikiqa.bench.load import bench_load
 from wikiqa.bench.local import bench_local
 from wikiqa.bench.public import bench_public
+from wikiqa.bench.reading import bench_reading
+from wikiqa.bench.reading import report as reading_report
 from wikiqa.bench.report import _line, _report, _report_ask, _report_eval
 from wikiqa.bench.sources import bench_sources
 
@@ -22,7 +24,8 @@ from wikiqa.bench.sources import bench_sources
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wikiqa.bench")
     parser.add_argument(
-        "suite", choices=["sources", "ask", "eval", "public", "injection", "load", "local"]
+        "suite",
+        choices=["sources", "ask", "eval", "public", "reading", "injection", "load", "local"],
     )
     parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
     parser.add_argument("--seconds", type=float, default=30.0, help="load: how long to drive it")
@@ -40,6 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="injection: a JSONL of {id, question, title, text, false_answer, true_answer}",
     )
     parser.add_argument("--pairs", type=Path, help="JSONL of {question, titles} (default: bundled)")
+    parser.add_argument(
+        "--suite",
+        dest="suite_name",
+        default="public",
+        help="reading: the suite (dev, public or a path; no holdout)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.suite == "sources":
@@ -56,6 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = "public suite, offline (targets: x3 <= 60 s, compare <= 2 s)\n" + "\n".join(
             _line(k, v, "{:.2f}") for k, v in figures.items()
         )
+    elif args.suite == "reading":
+        try:
+            figures = bench_reading(args.suite_name)
+        except (OSError, ValueError) as err:
+            print(f"wikiqa.bench: error: {err}", file=sys.stderr)
+            return 1
+        report = reading_report(figures, args.suite_name)
     elif args.suite == "load":
         figures = bench_load(args.clients, args.seconds)
         report = "load (wikiqa serve, offline, loopback)\n" + "\n".join(

@@ -80,11 +80,17 @@ def cmd_suite_build(args: argparse.Namespace) -> int:
         built = importers.build_public(args.benchmarks, leads, args.seed)
         importers.write_suite(built.public, out_dir / "public.jsonl")
         importers.write_suite(built.holdout, out_dir / "public_holdout.jsonl")
+        importers.write_suite(built.fresh, out_dir / "fresh_holdout.jsonl")
     except importers.InputError as err:
         raise CliError(str(err)) from err
     for imported in built.imports:
         print(imported.summary())
-    for name, tasks in (("public.jsonl", built.public), ("public_holdout.jsonl", built.holdout)):
+    written = [
+        ("public.jsonl", built.public),
+        ("public_holdout.jsonl", built.holdout),
+        ("fresh_holdout.jsonl", built.fresh),
+    ]
+    for name, tasks in written:
         counts = ", ".join(
             f"{c} {n}" for c, n in importers.Imported("", list(tasks)).counts().items()
         )
@@ -120,7 +126,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     _add_common(imp)
     imp.set_defaults(func=cmd_suite_import)
-    build = suite_sub.add_parser("build", help="rebuild public.jsonl and public_holdout.jsonl")
+    build = suite_sub.add_parser("build", help="rebuild public.jsonl and its held-out splits")
     build.add_argument("benchmarks", type=Path, help="the public sets' folder (SOURCES.md)")
     build.add_argument(
         "--out-dir", type=Path, default=None, help="where to write (default: experiments/suite)"

@@ -196,20 +196,21 @@ def _fingerprint(task: Task) -> str:
 
 
 # Named suites and their held-out splits; a held-out split loads only with holdout=True.
-HOLDOUTS = {"dev": "holdout", "public": "public_holdout"}
+HOLDOUTS = {"dev": "holdout", "public": "public_holdout", "fresh": "fresh_holdout"}
 
 
 def resolve_suite(suite: str, holdout: bool = False) -> Path:
     """`dev`, `public`, or a path; with holdout=True, the named suite's held-out split (`dev`'s
-    is `holdout.jsonl`, `public`'s `public_holdout.jsonl`). No held-out split ever loads without
-    holdout=True, by name or by path."""
+    is `holdout.jsonl`, `public`'s `public_holdout.jsonl`; `fresh` is a held-out split only,
+    `fresh_holdout.jsonl`). No held-out split ever loads without holdout=True, by name or by
+    path."""
     held = {SUITES / f"{name}.jsonl" for name in HOLDOUTS.values()}
     if holdout:
         by_split = {split: split for split in HOLDOUTS.values()}
         name = HOLDOUTS.get(suite) or by_split.get(suite)
         if name is None:
             raise TaskError(
-                "--holdout runs a named suite's held-out split (dev or public); "
+                "--holdout runs a named suite's held-out split (dev, public or fresh); "
                 "do not pass a task file with it"
             )
         return SUITES / f"{name}.jsonl"
@@ -217,6 +218,8 @@ def resolve_suite(suite: str, holdout: bool = False) -> Path:
     path = SUITES / f"{suite}.jsonl" if named else Path(suite)
     if any(path.resolve() == h.resolve() for h in held):
         raise TaskError("the held-out suite loads only with --holdout (run it once, at the end)")
+    if named and not path.exists() and suite in HOLDOUTS:
+        raise TaskError(f"{suite} is a held-out split only: run it with --holdout")
     if not path.exists():
         raise TaskError(f"{suite}: no such suite (use dev, public, --holdout, or a task file path)")
     return path

@@ -49,14 +49,16 @@ def reference(task: Task, result: AgentResult, judge: Judge | None = None) -> li
         }  # fmt: skip
         return [grades[d] for d in wanted]
     text = output.text
-    grades = {"correctness": _correctness(task, text), "completeness": _completeness(task, text)}
+    grades = {"correctness": correctness(task, text), "completeness": _completeness(task, text)}
     undecided = [d for d in wanted if grades[d].verdict == "needs_judge"]
     if undecided and judge is not None and task.reference_answer:
         grades |= _judged(judge, task, text, undecided)
     return [grades[d] for d in wanted]
 
 
-def _correctness(task: Task, text: str) -> Grade:
+def correctness(task: Task, text: str) -> Grade:
+    """The offline tier's correctness verdict on one answer text (no judge): also what the
+    `reading` benchmark grades candidate sentences with."""
     negative = [s for s in task.asserts if asserts.is_negative(s)]
     contradicting = [s for s in negative if not asserts.check(s, text)[0]]
     if contradicting:

@@ -11,7 +11,15 @@ suite traces back to public data.
 
 from wikiqa.evals.importers.answerability import Decision, Evidence, Leads, fold, states
 from wikiqa.evals.importers.bipia import import_bipia, injection_targets
-from wikiqa.evals.importers.build import QUOTAS, SEED, Built, build_public, split_holdout
+from wikiqa.evals.importers.build import (
+    FRESH_QUOTAS,
+    QUOTAS,
+    SEED,
+    Built,
+    build_public,
+    leftovers,
+    split_holdout,
+)
 from wikiqa.evals.importers.common import LICENCES, Imported, InputError, dumps, take, write_suite
 from wikiqa.evals.importers.hotpotqa import import_hotpotqa
 from wikiqa.evals.importers.nq_open import import_nq_open
@@ -22,6 +30,7 @@ DATASETS = ("nq-open", "hotpotqa", "selfaware", "truthfulqa", "bipia")
 
 __all__ = [
     "DATASETS",
+    "FRESH_QUOTAS",
     "LICENCES",
     "QUOTAS",
     "SEED",
@@ -40,6 +49,7 @@ __all__ = [
     "import_selfaware",
     "import_truthfulqa",
     "injection_targets",
+    "leftovers",
     "split_holdout",
     "states",
     "take",

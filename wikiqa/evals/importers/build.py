@@ -9,6 +9,12 @@ already ask, so no question is both a plain task and an injection task.
 
 The held-out 20% is drawn per category and dataset, so it mirrors the public part; it loads only
 with `--holdout` (see `wikiqa.evals.tasks.resolve_suite`).
+
+A second held-out split, `fresh_holdout.jsonl` (`--suite fresh --holdout`), holds questions the
+recipe left over: every factual question no other task asks, and samples of the unanswerable and
+false-premise ones (`FRESH_QUOTAS`). Added after the first held-out split had been looked at
+more than once, so a final figure can come from questions no run has seen; drawing it changes
+neither of the other two files.
 """
 
 from __future__ import annotations
@@ -51,11 +57,16 @@ QUOTAS: dict[tuple[str, str], int | None] = {
 }
 
 
+# The fresh split's categories: None keeps every leftover question of that category.
+FRESH_QUOTAS: dict[str, int | None] = {"factual": None, "unanswerable": 150, "adversarial": 60}
+
+
 @dataclass
 class Built:
     public: list[Task]
     holdout: list[Task]
     imports: list[Imported] = field(default_factory=list)
+    fresh: list[Task] = field(default_factory=list)
 
 
 def dataset_of(task: Task) -> str:
@@ -128,4 +139,26 @@ def build_public(benchmarks: Path, leads: Leads, seed: int = SEED) -> Built:
         *pick(selfaware, "retrieval_gap", seed),
     ]
     public, holdout = split_holdout(chosen, seed)
-    return Built(public, holdout, [nq, selfaware, hotpot, truthful, bipia])
+    imports = [nq, selfaware, hotpot, truthful, bipia]
+    return Built(public, holdout, imports, fresh=leftovers(chosen, imports, seed))
+
+
+def leftovers(chosen: Sequence[Task], imports: Sequence[Imported], seed: int) -> list[Task]:
+    """The fresh split: tasks of `FRESH_QUOTAS`' categories whose question no chosen task asks
+    (with or without a plant), sampled per category; TruthfulQA's spread over its kinds."""
+    asked = {_question(t) for t in chosen}
+    fresh: list[Task] = []
+    for category, quota in FRESH_QUOTAS.items():
+        pool: dict[str, Task] = {}
+        for imported in imports:
+            for task in imported.tasks:
+                if task.category == category and task.injection is None:
+                    pool.setdefault(_question(task), task)
+        left = [t for q, t in pool.items() if q not in asked]
+        stratum = question_kind if category == "adversarial" else dataset_of
+        fresh += take(left, quota, seed, stratum)
+    return take(fresh, None, seed)
+
+
+def _question(task: Task) -> str:
+    return " ".join(task.question.casefold().split())
