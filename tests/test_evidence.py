@@ -12,7 +12,7 @@ import pytest
 
 from wikiqa import Agent
 from wikiqa.agent import Answer, Refusal
-from wikiqa.evals.confidence_fit import FitError, fit, review_threshold
+from wikiqa.evals.confidence_fit import FitError, cross_validate, fit, review_threshold
 from wikiqa.models import ExtractiveModel, evidence
 from wikiqa.models.reading import answer_type, spans
 from wikiqa.sources import SnapshotSource
@@ -240,3 +240,52 @@ def test_confidence_check_scores_labelled_answers_against_the_human_call(tmp_pat
     bad = tmp_path / "bad.jsonl"
     bad.write_text(example("c", "nope", "Perth", "Perth is a city.", "fail") + "\n")
     assert main(["confidence", "check", str(bad), "--suite", str(suite)]) != 0
+
+
+def _task_frame(focus: list[float], verdicts: list[str], trials: int = 3) -> pd.DataFrame:
+    """A run whose every task ran `trials` identical trials (the extractive answerer's way)."""
+    frame = _frame([_signals(f) for f in focus], verdicts)
+    frame["task_id"] = [f"t{i}" for i in range(len(focus))]
+    return pd.concat([frame] * trials, ignore_index=True)
+
+
+def test_cross_validation_scores_each_task_with_weights_that_never_saw_it() -> None:
+    import random
+
+    rng = random.Random(4)
+    focus = [rng.random() for _ in range(40)]
+    separable = _task_frame(focus, ["pass" if f > 0.5 else "fail" for f in focus])
+    found = cross_validate(separable, l2s=(0.1, 10.0), folds=5)
+    assert set(found) == {0.1, 10.0}
+    # pooled out-of-fold scores come from five fits, so a clean signal ranks almost, not
+    # exactly, perfectly
+    assert all(fold.auroc is not None and fold.auroc >= 0.95 for fold in found.values())
+    assert found[0.1].interval is not None and found[0.1].interval[0] >= 0.85
+    # labels unrelated to the signal: in sample a fit still finds a slope, out of fold it is
+    # no better than chance (trials of one task share a fold, so no answer is seen twice)
+    noise = _task_frame(focus, [rng.choice(["pass", "fail"]) for _ in focus])
+    out_of_fold = cross_validate(noise, l2s=(0.1,), folds=5)[0.1].auroc
+    assert out_of_fold is not None and out_of_fold < fit(noise).auroc_fit and out_of_fold < 0.65
+    with pytest.raises(FitError, match="K >= 2"):
+        cross_validate(separable, folds=1)
+    with pytest.raises(FitError, match="needs 50 tasks"):
+        cross_validate(separable, folds=50)
+
+
+def test_confidence_fit_cli_chooses_l2_by_cross_validation(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    focus = [i / 19 for i in range(20)]
+    _task_frame(focus, ["pass" if f > 0.4 else "fail" for f in focus]).to_parquet(
+        runs / "r2.parquet"
+    )
+    cmd = [sys.executable, "-m", "wikiqa.cli", "confidence", "fit", "r2", "--out", str(tmp_path)]
+    done = subprocess.run([*cmd, "--cv", "4"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = {line.split()[1]: line for line in done.stdout.splitlines() if line.startswith("l2 ")}
+    assert set(lines) == {"0.1", "0.3", "1", "3", "10", "30"}
+    best = max(lines, key=lambda k: (float(lines[k].split("AUROC ")[1].split()[0]), float(k)))
+    assert f"chosen l2 {best}:" in done.stdout
+    assert "60 decided answers" in done.stdout
+    bad = subprocess.run([*cmd, "--cv", "1"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "K >= 2" in bad.stderr

@@ -1,7 +1,8 @@
 """`wikiqa confidence fit RUN` and `wikiqa confidence check LABELS...`.
 
 `fit` fits the confidence model on a recorded run's decided answers: it prints the weights, the
-fit's AUROC and the review threshold, and with `--write` replaces the shipped weights
+fit's AUROC and the review threshold (with `--cv K`, first the task-grouped K-fold AUROC of each
+L2 strength, fitting with the best), and with `--write` replaces the shipped weights
 (`wikiqa/data/confidence.json`) every agent scores confidence with. `check` measures the shipped
 weights against human correctness labels the fit never saw.
 """
@@ -11,12 +12,16 @@ from __future__ import annotations
 import argparse
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, CliError
 
+if TYPE_CHECKING:
+    from wikiqa.evals.confidence_fit import Fold
+
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from wikiqa.evals.confidence_fit import FitError, fit
+    from wikiqa.evals.confidence_fit import FitError, cross_validate, fit
     from wikiqa.experiment import load_run
     from wikiqa.models.evidence import WEIGHTS_FILE
 
@@ -26,8 +31,17 @@ def cmd_fit(args: argparse.Namespace) -> int:
         raise CliError(f"{args.run}: no such run ({err})", EXIT_NOT_FOUND) from err
     if not 0.0 < args.risk < 1.0:
         raise CliError(f"--risk must be in (0, 1), got {args.risk}", EXIT_USAGE)
+    if args.l2 < 0:
+        raise CliError(f"--l2 must be >= 0, got {args.l2}", EXIT_USAGE)
+    l2 = args.l2
     try:
-        weights = fit(frame, risk=args.risk)
+        if args.cv:
+            found = cross_validate(frame, folds=args.cv)
+            for strength, fold in found.items():
+                print(f"l2 {strength:<5g} {args.cv}-fold AUROC {_auroc_text(fold)}")
+            l2 = max(found, key=lambda k: (found[k].auroc or 0.0, k))  # ties: the stronger
+            print(f"chosen l2 {l2:g}: out-of-fold AUROC {_auroc_text(found[l2])} (by task)")
+        weights = fit(frame, risk=args.risk, l2=l2)
     except FitError as err:
         raise CliError(f"{args.run}: {err}", EXIT_USAGE) from err
     for name, w in zip(weights.features, weights.weights, strict=True):
@@ -43,6 +57,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
         target.write_text(weights.model_dump_json(indent=2) + "\n", encoding="utf-8")
         print(f"wrote {target}")
     return 0
+
+
+def _auroc_text(fold: Fold) -> str:
+    if fold.auroc is None:
+        return "n/a"
+    ci = f" [{fold.interval[0]:.2f}, {fold.interval[1]:.2f}]" if fold.interval else ""
+    return f"{fold.auroc:.3f}{ci}"
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -82,6 +103,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     f.add_argument("run", help="run id (under results/runs/) or parquet path")
     f.add_argument("--risk", type=float, default=0.25, help="error allowed above the review "
                    "threshold (default 0.25)")  # fmt: skip
+    f.add_argument("--l2", type=float, default=1.0, help="L2 strength (default 1)")
+    f.add_argument("--cv", type=int, default=0, metavar="K", help="choose --l2 by task-grouped "
+                   "K-fold cross-validation and print each strength's out-of-fold AUROC")  # fmt: skip
     f.add_argument("--out", type=Path, help="results directory the run is in")
     f.add_argument("--write", action="store_true", help="replace the shipped weights")
     f.set_defaults(func=cmd_fit)

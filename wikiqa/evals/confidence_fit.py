@@ -16,12 +16,19 @@ tasks they are judged on.
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from wikiqa.agent import Answer
-from wikiqa.evals.confidence import ConfidenceReport, auroc, report, risk_coverage
+from wikiqa.evals.confidence import (
+    ConfidenceReport,
+    auroc,
+    auroc_interval,
+    report,
+    risk_coverage,
+)
 from wikiqa.evals.tasks import Task
 from wikiqa.evals.validation import LabelledExample
 from wikiqa.models import evidence
@@ -34,6 +41,12 @@ class FitError(ValueError):
 
 def points(frame: pd.DataFrame) -> tuple[list[dict[str, float]], list[bool]]:
     """(signals, correct) for every answered trial with decided correctness."""
+    signals, labels, _ = _points(frame)
+    return signals, labels
+
+
+def _points(frame: pd.DataFrame) -> tuple[list[dict[str, float]], list[bool], list[str]]:
+    """`points`, with the task each point belongs to (trials of one task are one group)."""
     if "signals" not in frame.columns:
         raise FitError("the run has no signals column: record it again with this version")
     rows = frame[
@@ -44,20 +57,26 @@ def points(frame: pd.DataFrame) -> tuple[list[dict[str, float]], list[bool]]:
     ]
     found = [json.loads(s) for s in rows["signals"]]
     keep = [i for i, s in enumerate(found) if s]
-    return [found[i] for i in keep], [bool(v == "pass") for v in rows["verdict"].iloc[keep]]
+    tasks = rows["task_id"] if "task_id" in rows.columns else pd.Series(range(len(rows)))
+    return (
+        [found[i] for i in keep],
+        [bool(v == "pass") for v in rows["verdict"].iloc[keep]],
+        [str(t) for t in tasks.iloc[keep]],
+    )
 
 
-def fit(frame: pd.DataFrame, risk: float = 0.25, l2: float = 1.0) -> Weights:
-    """Weights for `evidence.score`, fitted on one run; `risk` sets the review threshold."""
-    signals, labels = points(frame)
-    if len(set(labels)) < 2:
-        raise FitError(f"need correct and incorrect answers to fit; got {len(labels)} points")
-    x = np.array([[s[f] for f in FEATURES] for s in signals], dtype=float)
-    x = np.hstack([np.ones((len(x), 1)), x])
-    y = np.array(labels, dtype=float)
+def _design(signals: list[dict[str, float]]) -> np.ndarray:
+    x = np.array([[s[f] for f in FEATURES] for s in signals], dtype=float).reshape(
+        -1, len(FEATURES)
+    )
+    return np.hstack([np.ones((len(x), 1)), x])
+
+
+def _newton(x: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
+    """L2-regularised logistic regression by Newton-Raphson (the intercept is not shrunk)."""
     beta = np.zeros(x.shape[1])
     penalty = np.eye(x.shape[1]) * l2
-    penalty[0, 0] = 0.0  # the intercept is not shrunk
+    penalty[0, 0] = 0.0
     for _ in range(50):
         p = 1.0 / (1.0 + np.exp(-x @ beta))
         gradient = x.T @ (p - y) + penalty @ beta
@@ -66,6 +85,56 @@ def fit(frame: pd.DataFrame, risk: float = 0.25, l2: float = 1.0) -> Weights:
         beta -= step
         if np.abs(step).max() < 1e-9:
             break
+    return beta
+
+
+L2_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+
+
+class Fold(NamedTuple):
+    """One L2 strength's out-of-fold AUROC, with its task-resampled 95% interval."""
+
+    auroc: float | None
+    interval: tuple[float, float] | None
+
+
+def cross_validate(
+    frame: pd.DataFrame, l2s: tuple[float, ...] = L2_GRID, folds: int = 5, seed: int = 0
+) -> dict[float, Fold]:
+    """Out-of-fold AUROC of the fit for each L2 strength: every task's trials sit in one fold
+    (seeded), each fold is scored by weights fitted on the others, and the scores are pooled.
+    An estimate of how the weights rank answers to questions they were not fitted on, from the
+    development part alone; the holdout stays unlooked-at while the strength is chosen."""
+    signals, labels, tasks = _points(frame)
+    groups = sorted(set(tasks))
+    if folds < 2:
+        raise FitError(f"K-fold cross-validation needs K >= 2, got {folds}")
+    if len(groups) < folds:
+        raise FitError(f"{folds}-fold cross-validation needs {folds} tasks with decided answers")
+    order = np.random.default_rng(seed).permutation(len(groups))
+    fold_of = {groups[i]: rank % folds for rank, i in enumerate(order)}
+    x, y = _design(signals), np.array(labels, dtype=float)
+    which = np.array([fold_of[t] for t in tasks])
+    found: dict[float, Fold] = {}
+    for l2 in l2s:
+        scores = np.zeros(len(y))
+        for k in range(folds):
+            train, test = which != k, which == k
+            if len(set(y[train])) < 2:
+                raise FitError(f"fold {k} leaves one class only to fit on; use fewer folds")
+            scores[test] = x[test] @ _newton(x[train], y[train], l2)
+        pooled = list(scores)
+        found[l2] = Fold(auroc(pooled, labels), auroc_interval(pooled, labels, tasks))
+    return found
+
+
+def fit(frame: pd.DataFrame, risk: float = 0.25, l2: float = 1.0) -> Weights:
+    """Weights for `evidence.score`, fitted on one run; `risk` sets the review threshold."""
+    signals, labels = points(frame)
+    if len(set(labels)) < 2:
+        raise FitError(f"need correct and incorrect answers to fit; got {len(labels)} points")
+    x = _design(signals)
+    beta = _newton(x, np.array(labels, dtype=float), l2)
     scores = list(1.0 / (1.0 + np.exp(-x @ beta)))
     run = str(frame["run_id"].iloc[0]) if "run_id" in frame.columns else "?"
     suite = str(frame["suite"].iloc[0]) if "suite" in frame.columns else "?"
