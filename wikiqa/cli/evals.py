@@ -175,7 +175,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--suite", default="dev", help="dev (default), public, or a task file path; with --holdout: dev, public or fresh")
+    p.add_argument(
+        "--suite",
+        default="dev",
+        help="dev (default), public, or a task file path; with --holdout: dev, public or fresh",
+    )
     p.add_argument(
         "--holdout", action="store_true", help="run the held-out suite (once, at the end)"
     )
