@@ -16,6 +16,7 @@ from wikiqa.cli.confidence import register as register_confidence
 from wikiqa.cli.evals import register as register_evals
 from wikiqa.cli.experiment import register as register_experiment
 from wikiqa.cli.local import register as register_local
+from wikiqa.cli.outcomes import register as register_outcomes
 from wikiqa.cli.snapshot import register as register_snapshot
 from wikiqa.cli.suite import register as register_suite
 from wikiqa.cli.validate import register as register_validate
@@ -35,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     register_suite(sub)  # suite import, suite build
     register_validate(sub)  # validate
     register_compare(sub)  # compare, power
-    register_confidence(sub)  # confidence fit
+    register_confidence(sub)  # confidence fit, check
+    register_outcomes(sub)  # outcomes
     register_experiment(sub)  # experiment run
     register_local(sub)  # local-model serve
     register_snapshot(sub)  # snapshot info, snapshot record
