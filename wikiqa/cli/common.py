@@ -6,9 +6,15 @@ Kept apart from the group modules so they can all import it without importing ea
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wikiqa.registry import open_source
 from wikiqa.sources import SnapshotError, WikiSource
+
+if TYPE_CHECKING:
+    from wikiqa.evals.tasks import Task
+    from wikiqa.evals.validation import LabelledExample
 
 EXIT_NOT_FOUND = 1
 EXIT_UNAVAILABLE = 3
@@ -56,3 +62,25 @@ def wiki_source(spec: str) -> WikiSource:
         return open_source(spec)
     except (ValueError, SnapshotError) as err:
         raise CliError(str(err)) from err
+
+
+LABEL_SUITES_HELP = (
+    "suite the labels' task_ids come from: dev (default), public, or a task file; repeat to look "
+    "tasks up in several"
+)
+
+
+def labelled(
+    labels: list[Path], suites: list[str] | None
+) -> tuple[dict[str, Task], list[LabelledExample]]:
+    """The tasks of `suites` by id, and the labelled examples of `labels` (errors as CliError)."""
+    from wikiqa.evals import resolve_suite
+    from wikiqa.evals.tasks import TaskError, load_tasks
+    from wikiqa.evals.validation import LabelError, load_labels
+
+    try:
+        tasks = {t.id: t for s in suites or ["dev"] for t in load_tasks(resolve_suite(s))}
+        examples = [e for path in labels for e in load_labels(path)]
+    except (LabelError, TaskError) as err:
+        raise CliError(str(err), EXIT_NOT_FOUND) from err
+    return tasks, examples

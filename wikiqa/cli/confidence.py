@@ -14,7 +14,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, CliError
+from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, LABEL_SUITES_HELP, CliError, labelled
 
 if TYPE_CHECKING:
     from wikiqa.evals.confidence_fit import Fold
@@ -67,17 +67,13 @@ def _auroc_text(fold: Fold) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from wikiqa.evals import resolve_suite
     from wikiqa.evals.confidence_fit import FitError, on_labels
     from wikiqa.evals.stats import interval_text
-    from wikiqa.evals.tasks import TaskError, load_tasks
-    from wikiqa.evals.validation import LabelError, load_labels
 
+    tasks, examples = labelled(args.labels, args.suite)
     try:
-        tasks = {t.id: t for s in args.suite or ["dev"] for t in load_tasks(resolve_suite(s))}
-        examples = [e for path in args.labels for e in load_labels(path)]
         result = on_labels(examples, tasks)
-    except (LabelError, TaskError, FitError, ValueError) as err:
+    except (FitError, ValueError) as err:
         raise CliError(str(err), EXIT_NOT_FOUND) from err
     ci = f" [{result.auroc_ci[0]:.2f}, {result.auroc_ci[1]:.2f}]" if result.auroc_ci else ""
     auroc = "n/a" if result.auroc is None else f"{result.auroc:.3f}{ci}"
@@ -117,6 +113,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "interval) and ECE against the human's call.",
     )
     c.add_argument("labels", nargs="+", type=Path, metavar="LABELS", help="label files (JSONL)")
-    c.add_argument("--suite", action="append", help="suite(s) the labels' task_ids come from: "
-                   "dev (default), public, or a task file; repeatable")  # fmt: skip
+    c.add_argument("--suite", action="append", help=LABEL_SUITES_HELP)
     c.set_defaults(func=cmd_check)

@@ -7,14 +7,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, CliError
+from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, LABEL_SUITES_HELP, CliError, labelled
 
 
 def cmd_outcomes(args: argparse.Namespace) -> int:
-    from wikiqa.evals import resolve_suite
-    from wikiqa.evals.tasks import CATEGORIES, TaskError, load_tasks
+    from wikiqa.evals.tasks import CATEGORIES
     from wikiqa.evals.undecided import human_rates, resolve, run_outcomes
-    from wikiqa.evals.validation import LabelError, load_labels
     from wikiqa.experiment import load_run
 
     unknown = set(args.category or []) - set(CATEGORIES)
@@ -24,11 +22,7 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
         frame = load_run(args.run, args.out)
     except (FileNotFoundError, OSError) as err:
         raise CliError(f"{args.run}: no such run ({err})", EXIT_NOT_FOUND) from err
-    try:
-        tasks = {t.id: t for s in args.suite or ["dev"] for t in load_tasks(resolve_suite(s))}
-        examples = [e for path in args.labels for e in load_labels(path)]
-    except (LabelError, TaskError) as err:
-        raise CliError(str(err), EXIT_NOT_FOUND) from err
+    tasks, examples = labelled(args.labels, args.suite)
     decided, reasons = run_outcomes(frame, args.category)
     if not decided.tasks:
         raise CliError(f"{args.run}: no answerable task with a correctness grade", EXIT_USAGE)
@@ -58,8 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("run", help="run id (under results/runs/) or parquet path")
     p.add_argument("--labels", nargs="+", type=Path, required=True, metavar="LABELS",
                    help="label files (experiments/labels/*.jsonl format)")  # fmt: skip
-    p.add_argument("--suite", action="append", help="suite(s) the labels' task_ids come from: "
-                   "dev (default), public, or a task file; repeatable")  # fmt: skip
+    p.add_argument("--suite", action="append", help=LABEL_SUITES_HELP)
     p.add_argument("--category", action="append", help="count only these categories "
                    "(repeatable; default: every answerable one)")  # fmt: skip
     p.add_argument("--out", type=Path, help="results directory the run is in")

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wikiqa.cli.common import EXIT_NOT_FOUND, CliError
+from wikiqa.cli.common import EXIT_NOT_FOUND, LABEL_SUITES_HELP, CliError
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -67,12 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "where the grader decided.",
     )
     p.add_argument("labels", nargs="+", type=Path, metavar="LABELS", help="label files (JSONL)")
-    p.add_argument(
-        "--suite",
-        action="append",
-        help="suite the labels' task_ids come from: dev (default), public, or a task file; "
-        "repeat to look tasks up in several",
-    )
+    p.add_argument("--suite", action="append", help=LABEL_SUITES_HELP)
     p.add_argument("--judge", help="judge model spec (default: the offline tier only)")
     p.add_argument(
         "--json",
