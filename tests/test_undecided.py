@@ -14,9 +14,9 @@ import pytest
 
 from wikiqa.evals import load_tasks, resolve_suite
 from wikiqa.evals.graders.correctness import correctness
-from wikiqa.evals.simpleqa import Outcomes
+from wikiqa.evals.simpleqa import Outcomes, reason_of
 from wikiqa.evals.stats import wilson
-from wikiqa.evals.undecided import Rate, human_rates, reason_of, resolve, run_outcomes
+from wikiqa.evals.undecided import Rate, human_rates, resolve, run_outcomes
 from wikiqa.evals.validation import LabelledExample
 
 TASKS = {t.id: t for t in load_tasks(resolve_suite("dev"))}
@@ -154,3 +154,19 @@ def test_outcomes_cli_prints_the_estimate_and_refuses_bad_input(tmp_path: Path) 
     assert bad.returncode == 2 and "unknown category" in bad.stderr
     missing = subprocess.run([*cmd[:4], "nope", *cmd[5:]], capture_output=True, text=True)
     assert missing.returncode != 0 and "no such run" in missing.stderr
+
+
+def test_every_run_report_counts_its_undecided_by_reason() -> None:
+    from wikiqa.evals.report import summarize
+
+    frame = _run([
+        ("a", "factual", "needs_judge", "no alias stated and no contradiction found"),
+        ("b", "factual", "needs_judge", "no alias stated and no contradiction found"),
+        ("c", "factual", "needs_judge", "states an alias in passing: the answer is about something else"),
+        ("d", "factual", "pass", ""),
+    ])  # fmt: skip
+    frame["trial"] = 0
+    simpleqa = summarize(frame).simpleqa
+    assert simpleqa is not None and simpleqa.undecided == 3
+    assert simpleqa.undecided_reasons == {"no alias stated": 2, "alias in passing": 1}
+    assert "undecided 3 (75%) (no alias stated 2, alias in passing 1)" in simpleqa.text()

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from wikiqa.evals.confidence import ConfidenceReport
 from wikiqa.evals.confidence import report as confidence_report
-from wikiqa.evals.simpleqa import Outcomes, outcomes
+from wikiqa.evals.simpleqa import Outcomes, outcomes, reason_of
 from wikiqa.evals.stats import clustered, wilson
 from wikiqa.evals.tasks import CATEGORIES, DIMENSIONS
 
@@ -284,11 +284,29 @@ def summarize(rows: pd.DataFrame) -> Summary:
         pass_at_1_interval=_pass_at_1_interval([p[0] for p in per_task], k),
         confidence=_confidence(records),
         simpleqa=outcomes(
-            t["correctness"] for t in tasks if "correctness" in t and not t["should_refuse"]
+            (t["correctness"] for t in tasks if "correctness" in t and not t["should_refuse"]),
+            _undecided_reasons(rows, tasks),
         )
         if any("correctness" in t for t in tasks)
         else None,
     )
+
+
+def _undecided_reasons(rows: pd.DataFrame, tasks: list[dict[str, Any]]) -> Counter[str]:
+    """The answerable tasks whose majority correctness is undecided, by the grader's reason."""
+    undecided = {
+        t["task_id"]
+        for t in tasks
+        if t.get("correctness") == "needs_judge" and not t["should_refuse"]
+    }
+    if not undecided or "detail" not in rows.columns:
+        return Counter()
+    picked = rows[
+        (rows["dimension"] == "correctness")
+        & (rows["verdict"] == "needs_judge")
+        & rows["task_id"].isin(undecided)
+    ].drop_duplicates("task_id")
+    return Counter(reason_of(d) for d in picked["detail"])
 
 
 def render(summary: Summary) -> str:

@@ -17,7 +17,6 @@ on public tasks.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
@@ -27,25 +26,10 @@ from pydantic import BaseModel
 from wikiqa.agent import Answer
 from wikiqa.evals.graders.correctness import correctness
 from wikiqa.evals.report import majority
-from wikiqa.evals.simpleqa import Outcomes, outcomes
+from wikiqa.evals.simpleqa import Outcomes, outcomes, reason_of
 from wikiqa.evals.stats import wilson
 from wikiqa.evals.tasks import Task
 from wikiqa.evals.validation import LabelledExample
-
-# The grader's undecided reasons (their opening words), by a short name.
-REASONS = {
-    "no alias stated": "no alias stated",
-    "states an alias in passing": "alias in passing",
-    "states an alias but denies nothing": "premise not denied",
-    "states an alias, but not every key point": "key point missing",
-    "the task has no answers aliases": "task has no aliases",
-}
-
-
-def reason_of(detail: dict[str, object] | None) -> str:
-    """The short name of an undecided correctness grade's reason ("other" if unknown)."""
-    text = str((detail or {}).get("reason", ""))
-    return next((name for start, name in REASONS.items() if text.startswith(start)), "other")
 
 
 class Rate(BaseModel):
@@ -100,15 +84,8 @@ def run_outcomes(
         verdicts.append(verdict)
         if verdict == "needs_judge":
             detail = task[task["verdict"] == verdict]["detail"].iloc[0]
-            reasons[reason_of(_json(detail))] += 1
-    return outcomes(verdicts), reasons
-
-
-def _json(detail: object) -> dict[str, object] | None:
-    if isinstance(detail, str) and detail:
-        loaded = json.loads(detail)
-        return loaded if isinstance(loaded, dict) else None
-    return detail if isinstance(detail, dict) else None
+            reasons[reason_of(detail)] += 1
+    return outcomes(verdicts, reasons), reasons
 
 
 class Estimate(BaseModel):
