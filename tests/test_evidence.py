@@ -240,6 +240,17 @@ def test_confidence_check_scores_labelled_answers_against_the_human_call(tmp_pat
     bad = tmp_path / "bad.jsonl"
     bad.write_text(example("c", "nope", "Perth", "Perth is a city.", "fail") + "\n")
     assert main(["confidence", "check", str(bad), "--suite", str(suite)]) != 0
+    # other weights, from a file: focus counted against the answer ranks the two the other way
+    inverted = evidence.weights().model_copy(update={"weights": [0, -5, 0, 0, 0, 0, 0]})
+    weights = tmp_path / "w.json"
+    weights.write_text(inverted.model_dump_json())
+    out = StringIO()
+    with redirect_stdout(out):
+        check = ["confidence", "check", str(labels), "--suite", str(suite)]
+        assert main([*check, "--weights", str(weights)]) == 0
+    assert "AUROC 0.000" in out.getvalue()
+    weights.write_text("{}")
+    assert main([*check, "--weights", str(weights)]) == 1
 
 
 def _task_frame(focus: list[float], verdicts: list[str], trials: int = 3) -> pd.DataFrame:
@@ -289,3 +300,9 @@ def test_confidence_fit_cli_chooses_l2_by_cross_validation(tmp_path: Path) -> No
     assert "60 decided answers" in done.stdout
     bad = subprocess.run([*cmd, "--cv", "1"], capture_output=True, text=True)
     assert bad.returncode != 0 and "K >= 2" in bad.stderr
+    saved = tmp_path / "w.json"
+    wrote = subprocess.run(
+        [*cmd, "--l2", "3", "--save", str(saved)], capture_output=True, text=True
+    )
+    assert wrote.returncode == 0 and f"wrote {saved}" in wrote.stdout
+    assert evidence.Weights.model_validate_json(saved.read_text()).points == 60

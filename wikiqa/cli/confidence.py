@@ -52,9 +52,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
         f"{weights.auroc_fit:.3f} (in sample) · review below {weights.review_below:.3f} "
         f"(risk <= {args.risk:.2f} above it)"
     )
-    if args.write:
-        target = Path(str(files("wikiqa.data").joinpath(WEIGHTS_FILE)))
-        target.write_text(weights.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    targets = [Path(str(files("wikiqa.data").joinpath(WEIGHTS_FILE)))] if args.write else []
+    for target in [*targets, *([args.save] if args.save else [])]:
+        try:
+            target.write_text(weights.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        except OSError as err:
+            raise CliError(f"{target}: cannot write the weights ({err})", EXIT_NOT_FOUND) from err
         print(f"wrote {target}")
     return 0
 
@@ -69,10 +72,19 @@ def _auroc_text(fold: Fold) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     from wikiqa.evals.confidence_fit import FitError, on_labels
     from wikiqa.evals.stats import interval_text
+    from wikiqa.models.evidence import Weights
 
     tasks, examples = labelled(args.labels, args.suite)
     try:
-        result = on_labels(examples, tasks)
+        fitted = (
+            Weights.model_validate_json(args.weights.read_text(encoding="utf-8"))
+            if args.weights
+            else None
+        )
+    except (OSError, ValueError) as err:
+        raise CliError(f"{args.weights}: not a weights file ({err})", EXIT_NOT_FOUND) from err
+    try:
+        result = on_labels(examples, tasks, fitted)
     except (FitError, ValueError) as err:
         raise CliError(str(err), EXIT_NOT_FOUND) from err
     ci = f" [{result.auroc_ci[0]:.2f}, {result.auroc_ci[1]:.2f}]" if result.auroc_ci else ""
@@ -104,6 +116,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "K-fold cross-validation and print each strength's out-of-fold AUROC")  # fmt: skip
     f.add_argument("--out", type=Path, help="results directory the run is in")
     f.add_argument("--write", action="store_true", help="replace the shipped weights")
+    f.add_argument("--save", type=Path, metavar="PATH", help="also write the weights to PATH "
+                   "(for `confidence check --weights`), leaving the shipped ones alone")  # fmt: skip
     f.set_defaults(func=cmd_fit)
     c = group.add_parser(
         "check",
@@ -114,4 +128,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     c.add_argument("labels", nargs="+", type=Path, metavar="LABELS", help="label files (JSONL)")
     c.add_argument("--suite", action="append", help=LABEL_SUITES_HELP)
+    c.add_argument("--weights", type=Path, metavar="PATH", help="score with these weights (a "
+                   "file `confidence fit --save` wrote) instead of the shipped ones")  # fmt: skip
     c.set_defaults(func=cmd_check)

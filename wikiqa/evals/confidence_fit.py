@@ -156,11 +156,13 @@ def review_threshold(scores: list[float], labels: list[bool], risk: float) -> fl
     return round(min(ok), 3) if ok else 1.0
 
 
-def on_labels(examples: list[LabelledExample], tasks: dict[str, Task]) -> ConfidenceReport:
-    """The shipped confidence against *human* correctness labels: every labelled answer with a
-    pass or fail, scored from its own quotes and titles. `retrieved` (the fetched titles, in
-    search order) stands for the search hits. A check the fit never saw, on labels written
-    without the graders."""
+def on_labels(
+    examples: list[LabelledExample], tasks: dict[str, Task], fitted: Weights | None = None
+) -> ConfidenceReport:
+    """The shipped confidence (or `fitted` weights) against *human* correctness labels: every
+    labelled answer with a pass or fail, scored from its own quotes and titles. `retrieved` (the
+    fetched titles, in search order) stands for the search hits. A check the fit never saw, on
+    labels written without the graders."""
     scores, labels, ids = [], [], []
     for example in examples:
         verdict = example.labels.get("correctness")
@@ -177,7 +179,7 @@ def on_labels(examples: list[LabelledExample], tasks: dict[str, Task]) -> Confid
             [c.title for c in output.citations],
             example.retrieved,
         )
-        scores.append(evidence.score(found))
+        scores.append(evidence.score(found, fitted))
         labels.append(verdict == "pass")
         ids.append(example.id)
     if not scores:
