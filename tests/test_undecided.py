@@ -170,3 +170,21 @@ def test_every_run_report_counts_its_undecided_by_reason() -> None:
     assert simpleqa is not None and simpleqa.undecided == 3
     assert simpleqa.undecided_reasons == {"no alias stated": 2, "alias in passing": 1}
     assert "undecided 3 (75%) (no alias stated 2, alias in passing 1)" in simpleqa.text()
+
+
+FRESH_LABELS = "experiments/labels_fresh/fresh_extractive.jsonl"
+
+
+def test_label_commands_read_held_out_tasks_only_with_holdout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Labels of answers to held-out questions (the fresh split's, labelled blind after its one
+    run) are checked with --holdout; without it the split stays refused."""
+    from wikiqa.cli.main import main
+
+    assert main(["confidence", "check", FRESH_LABELS, "--suite", "fresh"]) == 1
+    assert "held-out split only" in capsys.readouterr().err
+    assert main(["confidence", "check", FRESH_LABELS, "--suite", "fresh", "--holdout"]) == 0
+    assert "37 labelled answers" in capsys.readouterr().out
+    assert main(["validate", FRESH_LABELS, "--suite", "fresh", "--holdout"]) == 0
+    assert "0.923 [0.67, 0.99] (12/13)" in capsys.readouterr().out

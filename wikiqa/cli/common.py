@@ -70,16 +70,37 @@ LABEL_SUITES_HELP = (
 )
 
 
+def add_label_suites(p: argparse.ArgumentParser) -> None:
+    """`--suite` (repeatable) and `--holdout`, for commands that read labelled answers."""
+    p.add_argument("--suite", action="append", help=LABEL_SUITES_HELP)
+    p.add_argument(
+        "--holdout",
+        action="store_true",
+        help="look the task_ids up in the named suites' held-out splits (dev, public, fresh): "
+        "for labels of answers to held-out questions, never for tuning",
+    )
+
+
+def label_suites(args: argparse.Namespace) -> list[Path]:
+    """The task files `add_label_suites`' arguments name (errors as CliError)."""
+    from wikiqa.evals import resolve_suite
+    from wikiqa.evals.tasks import TaskError
+
+    try:
+        return [resolve_suite(s, args.holdout) for s in args.suite or ["dev"]]
+    except TaskError as err:
+        raise CliError(str(err), EXIT_NOT_FOUND) from err
+
+
 def labelled(
-    labels: list[Path], suites: list[str] | None
+    labels: list[Path], suites: list[Path]
 ) -> tuple[dict[str, Task], list[LabelledExample]]:
     """The tasks of `suites` by id, and the labelled examples of `labels` (errors as CliError)."""
-    from wikiqa.evals import resolve_suite
     from wikiqa.evals.tasks import TaskError, load_tasks
     from wikiqa.evals.validation import LabelError, load_labels
 
     try:
-        tasks = {t.id: t for s in suites or ["dev"] for t in load_tasks(resolve_suite(s))}
+        tasks = {t.id: t for path in suites for t in load_tasks(path)}
         examples = [e for path in labels for e in load_labels(path)]
     except (LabelError, TaskError) as err:
         raise CliError(str(err), EXIT_NOT_FOUND) from err

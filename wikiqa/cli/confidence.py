@@ -14,7 +14,14 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, LABEL_SUITES_HELP, CliError, labelled
+from wikiqa.cli.common import (
+    EXIT_NOT_FOUND,
+    EXIT_USAGE,
+    CliError,
+    add_label_suites,
+    label_suites,
+    labelled,
+)
 
 if TYPE_CHECKING:
     from wikiqa.evals.confidence_fit import Fold
@@ -74,7 +81,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from wikiqa.evals.stats import interval_text
     from wikiqa.models.evidence import Weights
 
-    tasks, examples = labelled(args.labels, args.suite)
+    tasks, examples = labelled(args.labels, label_suites(args))
     try:
         fitted = (
             Weights.model_validate_json(args.weights.read_text(encoding="utf-8"))
@@ -127,7 +134,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "interval) and ECE against the human's call.",
     )
     c.add_argument("labels", nargs="+", type=Path, metavar="LABELS", help="label files (JSONL)")
-    c.add_argument("--suite", action="append", help=LABEL_SUITES_HELP)
+    add_label_suites(c)
     c.add_argument("--weights", type=Path, metavar="PATH", help="score with these weights (a "
                    "file `confidence fit --save` wrote) instead of the shipped ones")  # fmt: skip
     c.set_defaults(func=cmd_check)

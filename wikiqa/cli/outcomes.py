@@ -7,7 +7,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, LABEL_SUITES_HELP, CliError, labelled
+from wikiqa.cli.common import (
+    EXIT_NOT_FOUND,
+    EXIT_USAGE,
+    CliError,
+    add_label_suites,
+    label_suites,
+    labelled,
+)
 
 
 def cmd_outcomes(args: argparse.Namespace) -> int:
@@ -22,7 +29,7 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
         frame = load_run(args.run, args.out)
     except (FileNotFoundError, OSError) as err:
         raise CliError(f"{args.run}: no such run ({err})", EXIT_NOT_FOUND) from err
-    tasks, examples = labelled(args.labels, args.suite)
+    tasks, examples = labelled(args.labels, label_suites(args))
     decided, reasons = run_outcomes(frame, args.category)
     if not decided.tasks:
         raise CliError(f"{args.run}: no answerable task with a correctness grade", EXIT_USAGE)
@@ -52,7 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("run", help="run id (under results/runs/) or parquet path")
     p.add_argument("--labels", nargs="+", type=Path, required=True, metavar="LABELS",
                    help="label files (experiments/labels/*.jsonl format)")  # fmt: skip
-    p.add_argument("--suite", action="append", help=LABEL_SUITES_HELP)
+    add_label_suites(p)
     p.add_argument("--category", action="append", help="count only these categories "
                    "(repeatable; default: every answerable one)")  # fmt: skip
     p.add_argument("--out", type=Path, help="results directory the run is in")

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wikiqa.cli.common import EXIT_NOT_FOUND, LABEL_SUITES_HELP, CliError
+from wikiqa.cli.common import EXIT_NOT_FOUND, CliError, add_label_suites, label_suites
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -37,14 +37,14 @@ def render(summary: dict[str, Any]) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from wikiqa.evals import Judge, resolve_suite
+    from wikiqa.evals import Judge
     from wikiqa.evals.tasks import TaskError
     from wikiqa.evals.validation import LabelError, compare, load_labels, report
     from wikiqa.registry import open_model
     from wikiqa.sources import SnapshotSource
 
     try:
-        suites = [resolve_suite(s) for s in args.suite or ["dev"]]
+        suites = label_suites(args)
         examples = [e for path in args.labels for e in load_labels(path)]
         judge = Judge(open_model(args.judge)) if args.judge else None
         frame = compare(examples, SnapshotSource(), judge, suites)
@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "where the grader decided.",
     )
     p.add_argument("labels", nargs="+", type=Path, metavar="LABELS", help="label files (JSONL)")
-    p.add_argument("--suite", action="append", help=LABEL_SUITES_HELP)
+    add_label_suites(p)
     p.add_argument("--judge", help="judge model spec (default: the offline tier only)")
     p.add_argument(
         "--json",
