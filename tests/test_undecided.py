@@ -61,6 +61,8 @@ def test_human_rates_tally_the_undecided_by_reason() -> None:
         "no alias stated": Rate(reason="no alias stated", correct=1, labelled=3),
     }
     assert rates["no alias stated"].interval == wilson(1, 3)
+    with pytest.raises(ValueError, match="in none of the suites"):
+        human_rates(examples, {})  # the wrong suite is an error, not an empty tally
 
 
 def test_resolve_spreads_each_reason_at_its_rate() -> None:
@@ -186,5 +188,8 @@ def test_label_commands_read_held_out_tasks_only_with_holdout(
     assert "held-out split only" in capsys.readouterr().err
     assert main(["confidence", "check", FRESH_LABELS, "--suite", "fresh", "--holdout"]) == 0
     assert "37 labelled answers" in capsys.readouterr().out
+    run = "results/runs/20261130T163423Z-04-confidence-from-evidence-063371.parquet"
+    assert main(["outcomes", run, "--labels", FRESH_LABELS, "--suite", "public"]) == 1
+    assert "in none of the suites" in capsys.readouterr().err
     assert main(["validate", FRESH_LABELS, "--suite", "fresh", "--holdout"]) == 0
     assert "0.923 [0.67, 0.99] (12/13)" in capsys.readouterr().out

@@ -33,7 +33,10 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
     decided, reasons = run_outcomes(frame, args.category)
     if not decided.tasks:
         raise CliError(f"{args.run}: no answerable task with a correctness grade", EXIT_USAGE)
-    rates = human_rates(examples, tasks)
+    try:
+        rates = human_rates(examples, tasks)
+    except ValueError as err:
+        raise CliError(str(err), EXIT_NOT_FOUND) from err
     print(decided.text())
     for reason, n in reasons.most_common():
         rate = rates.get(reason)

@@ -53,13 +53,16 @@ class Rate(BaseModel):
 
 def human_rates(examples: Iterable[LabelledExample], tasks: dict[str, Task]) -> dict[str, Rate]:
     """Grade every labelled answer with a human correctness call, as a run's offline tier
-    would, and tally the human calls of the undecided ones by reason."""
+    would, and tally the human calls of the undecided ones by reason. A labelled answer whose
+    task is in none of `tasks` is an error (the wrong suite), not something to skip."""
     tally: dict[str, Counter[bool]] = {}
     for example in examples:
         verdict = example.labels.get("correctness")
-        task = tasks.get(example.task_id)
-        if verdict not in ("pass", "fail") or not isinstance(example.answer, Answer) or not task:
+        if verdict not in ("pass", "fail") or not isinstance(example.answer, Answer):
             continue
+        task = tasks.get(example.task_id)
+        if task is None:
+            raise ValueError(f"{example.id}: task {example.task_id} is in none of the suites")
         grade = correctness(task, example.answer.text)
         if grade.verdict == "needs_judge":
             tally.setdefault(reason_of(grade.detail), Counter())[verdict == "pass"] += 1
