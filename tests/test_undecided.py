@@ -103,7 +103,7 @@ def _run(rows: list[tuple[str, str, str, str]]) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "task_id": [r[0] for r in rows], "category": [r[1] for r in rows],
-            "dimension": "correctness", "should_refuse": False,
+            "dimension": "correctness", "should_refuse": False, "trial": 0,
             "verdict": [r[2] for r in rows],
             "detail": [json.dumps({"reason": r[3]} if r[3] else {}) for r in rows],
         }
@@ -167,7 +167,6 @@ def test_every_run_report_counts_its_undecided_by_reason() -> None:
         ("c", "factual", "needs_judge", "states an alias in passing: the answer is about something else"),
         ("d", "factual", "pass", ""),
     ])  # fmt: skip
-    frame["trial"] = 0
     simpleqa = summarize(frame).simpleqa
     assert simpleqa is not None and simpleqa.undecided == 3
     assert simpleqa.undecided_reasons == {"no alias stated": 2, "alias in passing": 1}

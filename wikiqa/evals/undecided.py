@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from wikiqa.agent import Answer
 from wikiqa.evals.graders.correctness import correctness
-from wikiqa.evals.report import majority
+from wikiqa.evals.report import summarize
 from wikiqa.evals.simpleqa import Outcomes, outcomes, reason_of
 from wikiqa.evals.stats import wilson
 from wikiqa.evals.tasks import Task
@@ -76,19 +76,11 @@ def run_outcomes(
     frame: pd.DataFrame, categories: Sequence[str] | None = None
 ) -> tuple[Outcomes, Counter[str]]:
     """A run's SimpleQA outcomes over its answerable tasks (of `categories`, if given), and
-    its undecided tasks counted by the reason of their majority grade."""
-    rows = frame[(frame["dimension"] == "correctness") & ~frame["should_refuse"].astype(bool)]
-    if categories:
-        rows = rows[rows["category"].isin(list(categories))]
-    verdicts: list[str] = []
-    reasons: Counter[str] = Counter()
-    for _, task in rows.groupby("task_id", sort=True):
-        verdict = majority(list(task["verdict"]))
-        verdicts.append(verdict)
-        if verdict == "needs_judge":
-            detail = task[task["verdict"] == verdict]["detail"].iloc[0]
-            reasons[reason_of(detail)] += 1
-    return outcomes(verdicts, reasons), reasons
+    its undecided tasks counted by the reason of their majority grade: the run report's own
+    figures (`report.summarize`), on the chosen categories."""
+    rows = frame[frame["category"].isin(list(categories))] if categories else frame
+    found = summarize(rows).simpleqa or outcomes([])
+    return found, Counter(found.undecided_reasons)
 
 
 class Estimate(BaseModel):
