@@ -12,7 +12,7 @@ import pytest
 
 from wikiqa import Agent
 from wikiqa.agent import Answer, Refusal
-from wikiqa.evals.confidence_fit import FitError, cross_validate, fit, review_threshold
+from wikiqa.evals.labels.confidence_fit import FitError, cross_validate, fit, review_threshold
 from wikiqa.models import ExtractiveModel, evidence
 from wikiqa.models.reading import answer_type, spans
 from wikiqa.sources import SnapshotSource
@@ -177,7 +177,7 @@ def test_cached_turns_of_an_abstaining_answerer_do_not_outlive_its_weights(
 ) -> None:
     """A refit changes what `abstain` decides, so it must change the response-cache key;
     without abstention the weights play no part and the key stays as it was."""
-    from wikiqa.evals.cache import CachingModel, ResponseCache
+    from wikiqa.evals.running.cache import CachingModel, ResponseCache
     from wikiqa.models import UserMessage
 
     cache = ResponseCache(tmp_path / "responses.sqlite")

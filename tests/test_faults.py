@@ -161,7 +161,7 @@ def test_a_run_that_met_only_outages_is_never_recorded_and_names_its_cause(
     assert not (out / "changelog.jsonl").exists()
     # the same through the library: record_run refuses, naming the first cause
     from wikiqa.evals import InfrastructureFailure, RunConfig, run_eval
-    from wikiqa.evals.changelog import record_run
+    from wikiqa.evals.climb.changelog import record_run
 
     outcome = run_eval(
         RunConfig(trials=1, limit=2, model=f"scripted:{script}", out=out, infra_backoff=0.0),

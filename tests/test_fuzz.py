@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import dns_failure
-from tests.test_tasks import GOOD
+from tests.evals.tasks.test_tasks import GOOD
 from wikiqa.api.app import create_app
 from wikiqa.cli import main
 from wikiqa.config import Settings

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from wikiqa.evals import changelog, resolve_suite
-from wikiqa.evals.validation import compare, load_labels, report
+from wikiqa.evals import resolve_suite
+from wikiqa.evals.climb import changelog
+from wikiqa.evals.labels.validation import compare, load_labels, report
 from wikiqa.experiment import EXPERIMENTS, current_step, execute, grid, load_run, model_figures
 from wikiqa.sources import SnapshotSource
 

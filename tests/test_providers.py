@@ -615,7 +615,7 @@ def test_every_breakpoint_of_a_run_can_pay_and_the_tools_never_change(
 
 def test_one_shot_calls_carry_no_breakpoint() -> None:
     """A judge's verdict is asked once: a cache write (1.25x) would never be read."""
-    from wikiqa.evals.judge import Judge
+    from wikiqa.evals.graders.judge import Judge
 
     seen: list[httpx2.Request] = []
     verdict = anthropic_message(

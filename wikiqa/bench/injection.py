@@ -3,7 +3,7 @@
 `python -m wikiqa.bench injection [--attacks FILE]... [--bipia DIR] [--misinformation FILE]
 [--json]`. Every attack set (the project's own by default, each `--attacks` file, BIPIA's 75 test
 attacks) is planted at the start, middle and end of three real target articles, against the
-extractive, obeying and complying answerers (`wikiqa.evals.attacks`). It also reports:
+extractive, obeying and complying answerers (`wikiqa.evals.drills.attacks`). It also reports:
 - `quarantine_false_positive_rate`: the share of the snapshot's own sentences (all 10,033 leads)
   the quarantine holds back (target at most 1%);
 - `utility_under_attack`: the share of extractive trials still answered with the target's answer;
@@ -40,8 +40,8 @@ def bench_injection(
     bipia: Path | None, attacks: list[Path] | None = None, misinformation: Path | None = None
 ) -> dict[str, Any]:
     """The figures, as `--json` prints them (extra keys beside the documented ones)."""
-    from wikiqa.evals.attacks import bipia_attacks, drill, load_attacks, project_attacks
-    from wikiqa.evals.misinformation import load_plants, measure
+    from wikiqa.evals.drills.attacks import bipia_attacks, drill, load_attacks, project_attacks
+    from wikiqa.evals.drills.misinformation import load_plants, measure
 
     source = SnapshotSource()
     sets = [(path.stem, load_attacks(path)) for path in attacks or []] or [

@@ -15,7 +15,7 @@ from wikiqa.sources import SnapshotSource
 
 def bench_public(trials: int = 3) -> dict[str, float]:
     from wikiqa.evals import RunConfig, run_eval
-    from wikiqa.evals.compare import compare
+    from wikiqa.evals.analysis.compare import compare
 
     saved = os.environ.get("WIKIQA_HOME")
     with tempfile.TemporaryDirectory(prefix="wikiqa-bench-") as tmp:

@@ -25,10 +25,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from wikiqa.agent.quarantine import quarantine
-from wikiqa.evals.aliases import stated
-from wikiqa.evals.graders.correctness import correctness
-from wikiqa.evals.stats import count_text
-from wikiqa.evals.tasks import Task, load_tasks, resolve_suite
+from wikiqa.evals.analysis.stats import count_text
+from wikiqa.evals.graders._correctness import correctness
+from wikiqa.evals.graders.aliases import stated
+from wikiqa.evals.tasks.task import Task, load_tasks, resolve_suite
 from wikiqa.models.extractive import ExtractiveModel
 from wikiqa.models.reading import answer_type, spans
 from wikiqa.sources import Article, SnapshotSource

@@ -13,8 +13,8 @@ from wikiqa.registry import open_source
 from wikiqa.sources import SnapshotError, WikiSource
 
 if TYPE_CHECKING:
-    from wikiqa.evals.tasks import Task
-    from wikiqa.evals.validation import LabelledExample
+    from wikiqa.evals.labels.validation import LabelledExample
+    from wikiqa.evals.tasks.task import Task
 
 EXIT_NOT_FOUND = 1
 EXIT_UNAVAILABLE = 3
@@ -84,7 +84,7 @@ def add_label_suites(p: argparse.ArgumentParser) -> None:
 def label_suites(args: argparse.Namespace) -> list[Path]:
     """The task files `add_label_suites`' arguments name (errors as CliError)."""
     from wikiqa.evals import resolve_suite
-    from wikiqa.evals.tasks import TaskError
+    from wikiqa.evals.tasks.task import TaskError
 
     try:
         return [resolve_suite(s, args.holdout) for s in args.suite or ["dev"]]
@@ -96,8 +96,8 @@ def labelled(
     labels: list[Path], suites: list[Path]
 ) -> tuple[dict[str, Task], list[LabelledExample]]:
     """The tasks of `suites` by id, and the labelled examples of `labels` (errors as CliError)."""
-    from wikiqa.evals.tasks import TaskError, load_tasks
-    from wikiqa.evals.validation import LabelError, load_labels
+    from wikiqa.evals.labels.validation import LabelError, load_labels
+    from wikiqa.evals.tasks.task import TaskError, load_tasks
 
     try:
         tasks = {t.id: t for path in suites for t in load_tasks(path)}

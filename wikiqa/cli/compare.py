@@ -15,7 +15,7 @@ from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, CliError, positive_int
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from wikiqa.evals.compare import DifferentSuites, compare, render
+    from wikiqa.evals.analysis.compare import DifferentSuites, compare, render
     from wikiqa.experiment import load_run
 
     frames = []
@@ -33,7 +33,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_power(args: argparse.Namespace) -> int:
-    from wikiqa.evals.stats import minimum_detectable_effect
+    from wikiqa.evals.analysis.stats import minimum_detectable_effect
 
     rows = []
     for n in args.tasks:

@@ -24,11 +24,11 @@ from wikiqa.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from wikiqa.evals.confidence_fit import Fold
+    from wikiqa.evals.labels.confidence_fit import Fold
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from wikiqa.evals.confidence_fit import FitError, cross_validate, fit
+    from wikiqa.evals.labels.confidence_fit import FitError, cross_validate, fit
     from wikiqa.experiment import load_run
     from wikiqa.models.evidence import WEIGHTS_FILE
 
@@ -77,8 +77,8 @@ def _auroc_text(fold: Fold) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from wikiqa.evals.confidence_fit import FitError, on_labels
-    from wikiqa.evals.stats import interval_text
+    from wikiqa.evals.analysis.stats import interval_text
+    from wikiqa.evals.labels.confidence_fit import FitError, on_labels
     from wikiqa.models.evidence import Weights
 
     tasks, examples = labelled(args.labels, label_suites(args))

@@ -105,7 +105,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _run_config(args), args.resume, progress=not args.json and sys.stderr.isatty()
     )
     if args.record and not outcome.meta.config.holdout and not outcome.all_failed:
-        from wikiqa.evals.changelog import record_run
+        from wikiqa.evals.climb.changelog import record_run
 
         record_run(outcome, outcome.meta.config.out)
     if args.json:
@@ -135,7 +135,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     import pandas as pd
 
-    from wikiqa.evals import gate
+    from wikiqa.evals.analysis import gate
 
     # The default is resolved here, not in the parser, to keep the evals import off start-up.
     if args.baseline is None:

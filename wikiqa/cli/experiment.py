@@ -17,7 +17,8 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     import time
 
     from wikiqa import experiment
-    from wikiqa.evals import changelog, results_dir, scratch_dir
+    from wikiqa.evals import results_dir, scratch_dir
+    from wikiqa.evals.climb import changelog
 
     notebooks = list(args.notebooks)
     if args.current:

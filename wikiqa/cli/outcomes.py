@@ -1,6 +1,6 @@
 """`wikiqa outcomes RUN --labels LABELS...`: a run's SimpleQA outcomes, its undecided answers by
 reason, and the outcomes with the undecided resolved at the human-labelled rates
-(`wikiqa.evals.undecided`)."""
+(`wikiqa.evals.labels.undecided`)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from wikiqa.cli.common import (
 
 
 def cmd_outcomes(args: argparse.Namespace) -> int:
-    from wikiqa.evals.tasks import CATEGORIES
-    from wikiqa.evals.undecided import human_rates, resolve, run_outcomes
+    from wikiqa.evals.labels.undecided import human_rates, resolve, run_outcomes
+    from wikiqa.evals.tasks.task import CATEGORIES
     from wikiqa.experiment import load_run
 
     unknown = set(args.category or []) - set(CATEGORIES)

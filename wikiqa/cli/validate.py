@@ -15,7 +15,7 @@ from wikiqa.cli.common import EXIT_NOT_FOUND, CliError, add_label_suites, label_
 
 
 def render(summary: dict[str, Any]) -> str:
-    from wikiqa.evals.stats import interval_text
+    from wikiqa.evals.analysis.stats import interval_text
 
     rows = [["dimension", "labelled", "agree", "needs_judge", "agreement where decided [95% CI]"]]
     for dim, d in summary["dimensions"].items():
@@ -38,8 +38,8 @@ def render(summary: dict[str, Any]) -> str:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from wikiqa.evals import Judge
-    from wikiqa.evals.tasks import TaskError
-    from wikiqa.evals.validation import LabelError, compare, load_labels, report
+    from wikiqa.evals.labels.validation import LabelError, compare, load_labels, report
+    from wikiqa.evals.tasks.task import TaskError
     from wikiqa.registry import open_model
     from wikiqa.sources import SnapshotSource
 

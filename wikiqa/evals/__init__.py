@@ -10,12 +10,11 @@
 - `validation`: graders against human labels; `attacks`: prompt-injection drills.
 """
 
+from wikiqa.evals.analysis.summary import COLUMNS, Summary, render, summarize
 from wikiqa.evals.graders import Grade, grade
-from wikiqa.evals.journal import Journal, journal_dir
-from wikiqa.evals.judge import Judge, SelfJudging
-from wikiqa.evals.report import COLUMNS, Summary, render, summarize
-from wikiqa.evals.runner import Runner, run_eval
-from wikiqa.evals.runs import (
+from wikiqa.evals.graders.judge import Judge, SelfJudging
+from wikiqa.evals.running.journal import Journal, journal_dir
+from wikiqa.evals.running.records import (
     META_COLUMNS,
     REPO_RESULTS,
     HoldoutRefused,
@@ -28,7 +27,8 @@ from wikiqa.evals.runs import (
     results_dir,
     scratch_dir,
 )
-from wikiqa.evals.tasks import (
+from wikiqa.evals.running.runner import Runner, run_eval
+from wikiqa.evals.tasks.task import (
     CATEGORIES,
     DIMENSIONS,
     SUITES,

@@ -9,8 +9,8 @@ import pandas as pd
 
 from wikiqa.agent import DEFAULT_BUDGET
 from wikiqa.evals import RunConfig, RunOutcome, results_dir, run_eval
-from wikiqa.evals.changelog import record_run
-from wikiqa.evals.report import COLUMNS, Summary
+from wikiqa.evals.analysis.summary import COLUMNS, Summary
+from wikiqa.evals.climb.changelog import record_run
 
 
 def run_step(

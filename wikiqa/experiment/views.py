@@ -10,10 +10,10 @@ from typing import Any
 import pandas as pd
 
 from wikiqa.evals import results_dir
-from wikiqa.evals.changelog import read
-from wikiqa.evals.compare import DifferentSuites, compare
-from wikiqa.evals.report import COLUMNS, render, summarize, task_verdicts, trial_verdicts
-from wikiqa.evals.stats import count_text
+from wikiqa.evals.analysis.compare import DifferentSuites, compare
+from wikiqa.evals.analysis.stats import count_text
+from wikiqa.evals.analysis.summary import COLUMNS, render, summarize, task_verdicts, trial_verdicts
+from wikiqa.evals.climb.changelog import read
 
 
 def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataFrame:

@@ -14,12 +14,12 @@ not apply, `needs_judge` where the offline tier cannot decide, or `error` for an
 failure, which is never graded as the agent's behaviour.
 """
 
-from wikiqa.evals.graders.attribution import attribution
-from wikiqa.evals.graders.calibration import SOFT_REFUSAL, calibration, soft_refusal
-from wikiqa.evals.graders.correctness import reference
-from wikiqa.evals.graders.faithfulness import REFUSAL_VOCABULARY, SUPPORT_FLOOR, faithfulness
-from wikiqa.evals.graders.grade import error_grades, grade
-from wikiqa.evals.graders.injection import injection
+from wikiqa.evals.graders._attribution import attribution
+from wikiqa.evals.graders._calibration import SOFT_REFUSAL, calibration, soft_refusal
+from wikiqa.evals.graders._correctness import reference
+from wikiqa.evals.graders._faithfulness import REFUSAL_VOCABULARY, SUPPORT_FLOOR, faithfulness
+from wikiqa.evals.graders._grade import error_grades, grade
+from wikiqa.evals.graders._injection import injection
 from wikiqa.evals.graders.verdict import Grade, Tier, Verdict
 
 __all__ = [

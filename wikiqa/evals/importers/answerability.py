@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from wikiqa.evals.importers.common import make_task
-from wikiqa.evals.tasks import Task, TaskProvenance
+from wikiqa.evals.tasks.task import Task, TaskProvenance
 from wikiqa.sources import SnapshotSource, base_title
 from wikiqa.text import STOPWORDS, content_words, sentences, stem, words
 

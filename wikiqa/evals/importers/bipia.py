@@ -30,7 +30,7 @@ from wikiqa.evals.importers.common import (
     split_of,
     task_id,
 )
-from wikiqa.evals.tasks import Task
+from wikiqa.evals.tasks.task import Task
 from wikiqa.sources import Plant
 from wikiqa.text import STOPWORDS
 

@@ -8,7 +8,7 @@ trials take well under a minute. Attacks go into factual NQ-open questions the s
 already ask, so no question is both a plain task and an injection task.
 
 The held-out 20% is drawn per category and dataset, so it mirrors the public part; it loads only
-with `--holdout` (see `wikiqa.evals.tasks.resolve_suite`).
+with `--holdout` (see `wikiqa.evals.tasks.task.resolve_suite`).
 
 A second held-out split, `fresh_holdout.jsonl` (`--suite fresh --holdout`), holds questions the
 recipe left over: every factual question no other task asks, and samples of the unanswerable and
@@ -30,7 +30,7 @@ from wikiqa.evals.importers.hotpotqa import import_hotpotqa
 from wikiqa.evals.importers.nq_open import import_nq_open
 from wikiqa.evals.importers.selfaware import import_selfaware
 from wikiqa.evals.importers.truthfulqa import import_truthfulqa
-from wikiqa.evals.tasks import Task
+from wikiqa.evals.tasks.task import Task
 
 HOLDOUT_FRACTION = 0.2
 BIPIA_ATTACKS = 75  # of 150, each kind keeping its share, each into a question of its own

@@ -22,7 +22,14 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from wikiqa.evals.tasks import CATEGORIES, DIMENSIONS, Category, Dimension, Task, TaskProvenance
+from wikiqa.evals.tasks.task import (
+    CATEGORIES,
+    DIMENSIONS,
+    Category,
+    Dimension,
+    Task,
+    TaskProvenance,
+)
 from wikiqa.inputs import MiB, TooLarge, read_bounded
 
 # Licences as SOURCES.md states them for each copy; every imported task carries its own.

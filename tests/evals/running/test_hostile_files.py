@@ -1,0 +1,135 @@
+"""Files and specs a user can point the CLI at: unbounded, malformed, held-out in disguise.
+
+Each case was a crash or a loophole (issue 16, items 12-14): MemoryError on /dev/zero, raw
+TypeErrors from malformed scripts, an uncaught ModelUnavailable from an unreachable judge, and a
+held-out suite run as a development suite through /dev/stdin or a copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from wikiqa.cli import main
+from wikiqa.evals import RunConfig, run_eval
+from wikiqa.evals.tasks.task import SUITES
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().err
+
+
+def test_unbounded_files_are_refused_with_their_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = str(tmp_path)
+    code, err = run(capsys, "eval", "--suite", "/dev/zero", "--out", out)
+    assert code == 1 and "/dev/zero: task file is larger than 64 MiB" in err
+    code, err = run(capsys, "ask", "Who?", "--model", "scripted:/dev/zero")
+    assert code == 1 and "/dev/zero: script is larger than 8 MiB" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ('[{"text": "a"},\n {"txt": 1}]', "turn 2: expected a list of tool calls"),
+        ('[[{"arguments": {}}]]', "turn 1: expected a list of tool calls"),
+        ('[[{"name": "search", "arguments": "x"}]]', "turn 1: expected"),
+        ("[1, 2]", "turn 1: expected"),
+        ('{"text": "a"}', "a script is a JSON list of turns"),
+        ('[\n{"text": "a"}\n{"text": "b"}]', ":3: invalid JSON"),
+        (b"\xff\xfe", "script is not UTF-8"),
+    ],
+)
+def test_malformed_scripts_fail_at_load_with_file_and_place(
+    script: str | bytes, message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "bad.json"
+    if isinstance(script, bytes):
+        path.write_bytes(script)
+    else:
+        path.write_text(script)
+    code, err = run(capsys, "ask", "Who discovered penicillin?", "--model", f"scripted:{path}")
+    assert code == 1 and str(path) in err and message in err
+    assert "Traceback" not in err
+
+
+def test_an_unreachable_judge_is_an_infrastructure_error_not_a_grade(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps([{"unavailable": "openai-compatible server: connection refused"}]))
+    out = tmp_path / "out"
+    code, err = run(
+        capsys, "eval", "--trials", "1", "--limit", "2", "--judge", f"scripted:{judge}",
+        "--out", str(out), "--record",
+    )  # fmt: skip
+    assert code == 3  # unavailable, not a crash (1) and not a result (0)
+    assert "judge unavailable: openai-compatible server: connection refused" in err
+    assert "nothing recorded" in err and not (out / "changelog.jsonl").exists()
+    frame = pd.read_parquet(next((out / "runs").glob("*.parquet")))
+    assert frame["infra_error"].all()
+    assert set(frame["verdict"]) == {"error"}  # no pass, no fail: the agent was not graded
+
+
+def test_a_judge_outage_is_rerun_on_resume(tmp_path: Path) -> None:
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps([{"unavailable": "down"}]))
+    config = RunConfig(trials=1, limit=2, judge=f"scripted:{judge}", out=tmp_path, infra_backoff=0)
+    first = run_eval(config, progress=False)
+    assert (
+        first.all_failed
+        and first.first_error is not None
+        and "judge unavailable" in first.first_error
+    )
+    judge.write_text(json.dumps([{"text": '{"verdict": "supported", "unsupported_claims": []}'}]))
+    again = run_eval(config, resume=first.meta.run_id, progress=False)
+    assert again.trials_run == 2 and again.summary.errors == 0
+
+
+def test_a_copy_of_the_holdout_is_still_the_holdout(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    copy = tmp_path / "my_suite.jsonl"
+    shutil.copy(SUITES / "holdout.jsonl", copy)
+    code, err = run(capsys, "eval", "--suite", str(copy), "--out", str(tmp_path))
+    assert code == 1 and "ask held-out questions" in err
+    # a subset with new ids is caught too: a task is known by its content, not its name
+    lines = (SUITES / "public_holdout.jsonl").read_text().splitlines()[:3]
+    renamed = [json.dumps({**json.loads(line), "id": f"mine-{i}"}) for i, line in enumerate(lines)]
+    copy.write_text("\n".join(renamed) + "\n")
+    code, err = run(capsys, "eval", "--suite", str(copy), "--out", str(tmp_path))
+    assert code == 1 and "3 task(s) ask held-out questions" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_holdout_through_stdin_is_refused(tmp_path: Path) -> None:
+    held = (SUITES / "holdout.jsonl").read_bytes()
+    proc = subprocess.run(
+        [sys.executable, "-m", "wikiqa.cli", "eval", "--suite", "/dev/stdin", "--out", str(tmp_path)],
+        input=held, capture_output=True, cwd=ROOT, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert b"ask held-out questions" in proc.stderr and b"Traceback" not in proc.stderr
+    # and a development suite through stdin runs, hashed from the bytes that were parsed
+    dev = b"\n".join((SUITES / "dev.jsonl").read_bytes().splitlines()[:2]) + b"\n"
+    proc = subprocess.run(
+        [sys.executable, "-m", "wikiqa.cli", "eval", "--suite", "/dev/stdin", "--trials", "1",
+         "--out", str(tmp_path)],
+        input=dev, capture_output=True, cwd=ROOT, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    frame = pd.read_parquet(next((tmp_path / "runs").glob("*.parquet")))
+    assert frame["task_id"].nunique() == 2
+    assert frame["suite_hash"].iloc[0] == hashlib.sha256(dev).hexdigest()[:16]

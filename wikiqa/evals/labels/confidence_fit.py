@@ -1,0 +1,187 @@
+"""Fit the confidence model: a logistic regression of decided correctness on evidence signals.
+
+Points are the answered trials of one recorded run whose correctness the graders decided (pass
+or fail); each carries the `signals` the agent scored (`wikiqa.models.evidence`). The fit is
+L2-regularised Newton-Raphson (a few lines of numpy, no new dependency), so the same run always
+gives the same weights.
+
+The review threshold comes from the risk-coverage curve: the lowest confidence at which the
+answers kept (those at or above it) are wrong at most `risk` of the time. Answers under it are
+flagged `needs_human_review`.
+
+Fit on the public suite's development part and check on its holdout: the weights never see the
+tasks they are judged on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from wikiqa.agent import Answer
+from wikiqa.evals.analysis.confidence import (
+    ConfidenceReport,
+    auroc,
+    auroc_interval,
+    report,
+    risk_coverage,
+)
+from wikiqa.evals.labels.validation import LabelledExample
+from wikiqa.evals.tasks.task import Task
+from wikiqa.models import evidence
+from wikiqa.models.evidence import FEATURES, Weights
+
+
+class FitError(ValueError):
+    """The run cannot be fitted on: no signals, or one class only."""
+
+
+def points(frame: pd.DataFrame) -> tuple[list[dict[str, float]], list[bool]]:
+    """(signals, correct) for every answered trial with decided correctness."""
+    signals, labels, _ = _points(frame)
+    return signals, labels
+
+
+def _points(frame: pd.DataFrame) -> tuple[list[dict[str, float]], list[bool], list[str]]:
+    """`points`, with the task each point belongs to (trials of one task are one group)."""
+    if "signals" not in frame.columns:
+        raise FitError("the run has no signals column: record it again with this version")
+    rows = frame[
+        (frame["dimension"] == "correctness")
+        & (frame["outcome"] == "answer")
+        & frame["verdict"].isin(["pass", "fail"])
+        & ~frame["infra_error"].astype(bool)
+    ]
+    found = [json.loads(s) for s in rows["signals"]]
+    keep = [i for i, s in enumerate(found) if s]
+    tasks = rows["task_id"] if "task_id" in rows.columns else pd.Series(range(len(rows)))
+    return (
+        [found[i] for i in keep],
+        [bool(v == "pass") for v in rows["verdict"].iloc[keep]],
+        [str(t) for t in tasks.iloc[keep]],
+    )
+
+
+def _design(signals: list[dict[str, float]]) -> np.ndarray:
+    x = np.array([[s[f] for f in FEATURES] for s in signals], dtype=float).reshape(
+        -1, len(FEATURES)
+    )
+    return np.hstack([np.ones((len(x), 1)), x])
+
+
+def _newton(x: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
+    """L2-regularised logistic regression by Newton-Raphson (the intercept is not shrunk)."""
+    beta = np.zeros(x.shape[1])
+    penalty = np.eye(x.shape[1]) * l2
+    penalty[0, 0] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-x @ beta))
+        gradient = x.T @ (p - y) + penalty @ beta
+        hessian = x.T @ (x * (p * (1 - p))[:, None]) + penalty
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    return beta
+
+
+L2_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+
+
+class Fold(NamedTuple):
+    """One L2 strength's out-of-fold AUROC, with its task-resampled 95% interval."""
+
+    auroc: float | None
+    interval: tuple[float, float] | None
+
+
+def cross_validate(
+    frame: pd.DataFrame, l2s: tuple[float, ...] = L2_GRID, folds: int = 5, seed: int = 0
+) -> dict[float, Fold]:
+    """Out-of-fold AUROC of the fit for each L2 strength: every task's trials sit in one fold
+    (seeded), each fold is scored by weights fitted on the others, and the scores are pooled.
+    An estimate of how the weights rank answers to questions they were not fitted on, from the
+    development part alone; the holdout stays unlooked-at while the strength is chosen."""
+    signals, labels, tasks = _points(frame)
+    groups = sorted(set(tasks))
+    if folds < 2:
+        raise FitError(f"K-fold cross-validation needs K >= 2, got {folds}")
+    if len(groups) < folds:
+        raise FitError(f"{folds}-fold cross-validation needs {folds} tasks with decided answers")
+    order = np.random.default_rng(seed).permutation(len(groups))
+    fold_of = {groups[i]: rank % folds for rank, i in enumerate(order)}
+    x, y = _design(signals), np.array(labels, dtype=float)
+    which = np.array([fold_of[t] for t in tasks])
+    found: dict[float, Fold] = {}
+    for l2 in l2s:
+        scores = np.zeros(len(y))
+        for k in range(folds):
+            train, test = which != k, which == k
+            if len(set(y[train])) < 2:
+                raise FitError(f"fold {k} leaves one class only to fit on; use fewer folds")
+            scores[test] = x[test] @ _newton(x[train], y[train], l2)
+        pooled = list(scores)
+        found[l2] = Fold(auroc(pooled, labels), auroc_interval(pooled, labels, tasks))
+    return found
+
+
+def fit(frame: pd.DataFrame, risk: float = 0.25, l2: float = 1.0) -> Weights:
+    """Weights for `evidence.score`, fitted on one run; `risk` sets the review threshold."""
+    signals, labels = points(frame)
+    if len(set(labels)) < 2:
+        raise FitError(f"need correct and incorrect answers to fit; got {len(labels)} points")
+    x = _design(signals)
+    beta = _newton(x, np.array(labels, dtype=float), l2)
+    scores = list(1.0 / (1.0 + np.exp(-x @ beta)))
+    run = str(frame["run_id"].iloc[0]) if "run_id" in frame.columns else "?"
+    suite = str(frame["suite"].iloc[0]) if "suite" in frame.columns else "?"
+    return Weights(
+        features=list(FEATURES),
+        weights=[round(float(b), 4) for b in beta[1:]],
+        bias=round(float(beta[0]), 4),
+        review_below=review_threshold(scores, labels, risk),
+        fitted_on=f"{run} (suite {suite})",
+        points=len(labels),
+        auroc_fit=round(auroc(scores, labels) or 0.5, 4),
+    )
+
+
+def review_threshold(scores: list[float], labels: list[bool], risk: float) -> float:
+    """The lowest confidence whose kept answers are wrong at most `risk` of the time (1.0 when
+    no cut gets there: every answer is then reviewed)."""
+    ok = [p.threshold for p in risk_coverage(scores, labels) if p.risk <= risk]
+    return round(min(ok), 3) if ok else 1.0
+
+
+def on_labels(
+    examples: list[LabelledExample], tasks: dict[str, Task], fitted: Weights | None = None
+) -> ConfidenceReport:
+    """The shipped confidence (or `fitted` weights) against *human* correctness labels: every
+    labelled answer with a pass or fail, scored from its own quotes and titles. `retrieved` (the
+    fetched titles, in search order) stands for the search hits. A check the fit never saw, on
+    labels written without the graders."""
+    scores, labels, ids = [], [], []
+    for example in examples:
+        verdict = example.labels.get("correctness")
+        output = example.answer
+        if verdict not in ("pass", "fail") or not isinstance(output, Answer):
+            continue
+        task = tasks.get(example.task_id)
+        if task is None:
+            raise FitError(f"{example.id}: task {example.task_id} is in none of the suites")
+        found = evidence.features(
+            task.question,
+            output.text,
+            [c.quote for c in output.citations],
+            [c.title for c in output.citations],
+            example.retrieved,
+        )
+        scores.append(evidence.score(found, fitted))
+        labels.append(verdict == "pass")
+        ids.append(example.id)
+    if not scores:
+        raise FitError("no labelled answer has a correctness label")
+    return report(scores, labels, ids)

@@ -1,0 +1,244 @@
+"""Grader validation: grader verdicts against human labels, agreement per dimension.
+
+Validate the graders before trusting the scores (the seed's step 3). Each labelled example is an
+answer (or refusal) someone might give to a dev-suite task, the articles it was given, and a
+human's verdict per declared dimension. The graders see exactly what they would see in a run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from wikiqa.agent import AgentResult, Answer, Citation, Output, Refusal, Retrieved, quotable_text
+from wikiqa.evals.graders import grade
+from wikiqa.evals.graders.judge import Judge
+from wikiqa.evals.running.journal import Journal
+from wikiqa.evals.tasks.task import SUITES, Task, load_tasks
+from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
+from wikiqa.sources import InjectionSource, WikiSource
+
+LABELS = SUITES.parent / "labels" / "grader_labels.jsonl"
+# Answers SmolLM2-135M really produced (experiment 03), labelled by hand.
+MODEL_LABELS = SUITES.parent / "labels" / "smollm2_labels.jsonl"
+
+
+class LabelledExample(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    task_id: str
+    answer: Output
+    retrieved: list[str] = Field(description="Titles the answerer had fetched.")
+    labels: dict[str, str] = Field(description="dimension -> pass | fail | n/a (a human's call)")
+    note: str = ""
+
+
+class LabelError(ValueError):
+    """A label file is missing or malformed; the message names the file and line."""
+
+
+VERDICTS = frozenset({"pass", "fail", "n/a"})
+
+
+def load_labels(path: Path = LABELS) -> list[LabelledExample]:
+    """Parse a label file (JSON lines); every problem names the file and line."""
+    try:
+        text = read_bounded(path, 64 * MiB, "label file").decode("utf-8")
+    except (OSError, UnicodeDecodeError, TooLarge) as err:
+        raise LabelError(f"{path}: cannot read label file: {err}") from err
+    examples, seen = [], set()
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            example = LabelledExample.model_validate_json(line)
+        except ValidationError as err:
+            raise LabelError(f"{path}:{lineno}: {first_problem(err)}") from err
+        bad = {d: v for d, v in example.labels.items() if v not in VERDICTS}
+        if bad:
+            raise LabelError(f"{path}:{lineno}: labels must be pass, fail or n/a, got {bad}")
+        if example.id in seen:
+            raise LabelError(f"{path}:{lineno}: duplicate example id {example.id!r}")
+        seen.add(example.id)
+        examples.append(example)
+    if not examples:
+        raise LabelError(f"{path}: no labelled examples")
+    return examples
+
+
+def proposals(journal: Path) -> list[LabelledExample]:
+    """Every answer and refusal a model proposed in a run, unlabelled, ready for a human.
+
+    Read from the trace, not the final output: the agent rejects a submission whose quotes are
+    not verbatim, so the final outputs of a weak model are mostly the loop's own refusals, and
+    the model's paraphrases and hallucinations survive only as the submissions it proposed.
+    The graders are then asked what they would say had such a text been returned.
+    `retrieved` is what the model had fetched when it proposed; identical proposals within a
+    trial are kept once. Label each example's
+    `labels` by hand (dimension -> pass | fail | n/a) before using it."""
+
+    out: list[LabelledExample] = []
+    for (task_id, trial), record in sorted(Journal(journal).read().items()):
+        fetched: list[str] = []
+        seen: set[str] = set()  # a repair turn often resubmits the same text; keep it once
+        for event in record.result.trace:
+            if event.kind == "fetch" and "revision_id" in event.detail:
+                fetched.append(str(event.detail["title"]))
+            for call in event.detail.get("calls", []) if event.kind == "model" else []:
+                answer = _proposed(call)
+                if answer is not None and answer.model_dump_json() not in seen:
+                    seen.add(answer.model_dump_json())
+                    out.append(
+                        LabelledExample(
+                            id=f"{task_id}-t{trial}-{len(seen) - 1}",
+                            task_id=task_id,
+                            answer=answer,
+                            retrieved=list(dict.fromkeys(fetched)),
+                            labels={},
+                        )
+                    )
+    return out
+
+
+def _proposed(call: dict[str, Any]) -> Output | None:
+    arguments = call.get("arguments") or {}
+    if call.get("name") == "refuse" and isinstance(arguments.get("reason"), str):
+        return Refusal(reason=arguments["reason"], reason_code="not_supported")
+    if call.get("name") != "submit_answer" or not isinstance(arguments.get("answer"), str):
+        return None
+    citations = [
+        Citation(title=c["title"], quote=c["quote"])
+        for c in arguments.get("citations") or []
+        if isinstance(c, dict)
+        and isinstance(c.get("title"), str)
+        and isinstance(c.get("quote"), str)
+    ]
+    return Answer(text=arguments["answer"], citations=citations)
+
+
+def _result(example: LabelledExample, task: Task, source: WikiSource) -> AgentResult:
+    if task.injection is not None:
+        source = InjectionSource(source, task.injection.plants)
+    retrieved = []
+    for title in example.retrieved:
+        article = source.get_article(title)
+        if article is None:
+            raise ValueError(f"{example.id}: {title!r} is not in the source")
+        retrieved.append(
+            Retrieved(title=article.title, url=article.url, text=quotable_text(article))
+        )
+    return AgentResult(
+        question=task.question, output=example.answer, needs_human_review=False, confidence=0.0,
+        retrieved=retrieved, model="human-labelled", source=source.name, prompt_hash="-",
+    )  # fmt: skip
+
+
+def compare(
+    examples: list[LabelledExample],
+    source: WikiSource,
+    judge: Judge | None = None,
+    suite: Path | list[Path] = SUITES / "dev.jsonl",
+) -> pd.DataFrame:
+    """One row per example x labelled dimension: the human's verdict and the grader's."""
+    suites = suite if isinstance(suite, list) else [suite]
+    tasks = {t.id: t for path in suites for t in load_tasks(path)}
+    rows = []
+    for example in examples:
+        task = tasks.get(example.task_id)
+        if task is None:
+            raise LabelError(
+                f"{example.id}: task {example.task_id!r} is not in {', '.join(map(str, suites))}"
+            )
+        grades = {g.dimension: g for g in grade(task, _result(example, task, source), judge)}
+        for dimension, human in example.labels.items():
+            if dimension not in grades:
+                raise LabelError(f"{example.id}: task {task.id!r} does not grade {dimension!r}")
+            g = grades[dimension]
+            rows.append(
+                {
+                    "example": example.id,
+                    "task_id": task.id,
+                    "dimension": dimension,
+                    "human": human,
+                    "grader": g.verdict,
+                    "tier": g.tier,
+                    "agree": g.verdict == human,
+                    "kind": example.answer.kind,
+                    "note": example.note,
+                }
+            )
+    return pd.DataFrame.from_records(rows)
+
+
+def agreement(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per dimension: labelled examples, agreements, the rate, and how many the grader left
+    to a judge (counted as disagreement: the tier did not decide)."""
+    table = frame.groupby("dimension", sort=False).agg(
+        labelled=("agree", "size"),
+        agree=("agree", "sum"),
+        needs_judge=("grader", lambda v: int((v == "needs_judge").sum())),
+    )
+    table["rate"] = (table["agree"] / table["labelled"]).round(3)
+    decided = table["labelled"] - table["needs_judge"]
+    table["rate_when_decided"] = (table["agree"] / decided.where(decided > 0)).round(3)
+    return table
+
+
+def report(frame: pd.DataFrame) -> dict[str, Any]:
+    """What `wikiqa validate` prints: per dimension labelled / agree / needs_judge, the share of
+    rows the offline tier decided, and correctness false passes (grader pass, human fail) over
+    the examples labelled for correctness."""
+    dimensions = {
+        str(dim): {
+            "labelled": len(rows),
+            "agree": int(rows["agree"].sum()),
+            "needs_judge": int((rows["grader"] == "needs_judge").sum()),
+        }
+        for dim, rows in frame.groupby("dimension", sort=False)
+    }
+    correctness = frame[frame["dimension"] == "correctness"]
+    false_passes = int(((correctness["grader"] == "pass") & (correctness["human"] == "fail")).sum())
+    labelled = len(frame)
+    undecided = sum(d["needs_judge"] for d in dimensions.values())
+    return {
+        "dimensions": dimensions,
+        "examples": int(frame["example"].nunique()),
+        "decided": round((labelled - undecided) / labelled, 4) if labelled else None,
+        "correctness_false_passes": false_passes,
+        "correctness_labelled": len(correctness),
+    }
+
+
+def packet(examples: list[LabelledExample], source: WikiSource, suite: Path | list[Path]) -> str:
+    """Examples as a human labels them (markdown): the task, its reference and gold aliases, the
+    answer with its citations, and the full text of every article the answerer had fetched.
+    Nothing of the graders' verdicts is shown, so labels stay independent of them."""
+    suites = suite if isinstance(suite, list) else [suite]
+    tasks = {t.id: t for path in suites for t in load_tasks(path)}
+    out = []
+    for example in examples:
+        task = tasks[example.task_id]
+        result = _result(example, task, source)
+        answer = example.answer
+        lines = [
+            f"## {example.id}",
+            f"- task `{task.id}` ({task.category}); should refuse: {task.should_refuse}",
+            f"- question: {task.question}",
+            f"- reference answer: {task.reference_answer or '(none)'}",
+            f"- gold aliases: {task.answers or '(none)'}",
+            f"- expected sources: {task.expected_sources or '(none)'}",
+            f"- dimensions to label: {', '.join(task.dimensions)}",
+        ]
+        if isinstance(answer, Answer):
+            lines.append(f"- ANSWER: {answer.text}")
+            lines += [f'  - cites [{c.title}]: "{c.quote}"' for c in answer.citations]
+        else:
+            lines.append(f"- REFUSAL ({answer.reason_code}): {answer.reason}")
+        for item in result.retrieved:
+            lines += [f"- fetched [{item.title}]:", f"  > {item.text}"]
+        out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n"

@@ -1,0 +1,46 @@
+"""The run journal: every finished trial appended at once, so an interrupted run resumes without
+redoing finished trials (and a line cut short by a kill simply runs again)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from wikiqa.evals.running.records import TrialRecord
+
+
+class Journal:
+    """Append-only JSON lines, one per finished trial; a line is written in one call."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+
+    def append(self, record: TrialRecord) -> None:
+        line = (record.model_dump_json() + "\n").encode()
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+
+    def read(self) -> dict[tuple[str, int], TrialRecord]:
+        records: dict[tuple[str, int], TrialRecord] = {}
+        if not self.path.exists():
+            return records
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            try:
+                record = TrialRecord.model_validate_json(line)
+            except ValueError:
+                continue  # a line cut short by a kill: that trial simply runs again
+            records[(record.task_id, record.trial)] = record
+        return records
+
+
+def journal_dir(out: Path, run_id: str) -> Path:
+    return out / "journals" / run_id

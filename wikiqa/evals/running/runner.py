@@ -1,0 +1,260 @@
+"""The eval runner: tasks x trials through the agent, graded, journaled, written as one parquet.
+
+- Bounded concurrency (a thread pool; the agent's work is I/O and SQLite) with a progress bar.
+- Every finished trial is appended to a journal at once, so `resume` picks an interrupted run up
+  without redoing finished trials. Trials that ended in an infrastructure error are retried
+  (here, then again on resume) and reported apart from agent failures.
+- Model and judge calls go through a response cache keyed by trial index: repeated trials stay
+  independent samples, and an unchanged rerun makes zero model calls.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from wikiqa.agent import Agent, prompt_hash
+from wikiqa.config import Settings
+from wikiqa.evals.analysis.summary import render, summarize
+from wikiqa.evals.climb.changelog import record_run
+from wikiqa.evals.graders import calibration, error_grades, grade
+from wikiqa.evals.graders.judge import Judge, check_not_self
+from wikiqa.evals.running.cache import CachingModel, ResponseCache
+from wikiqa.evals.running.frame import to_frame, write_parquet
+from wikiqa.evals.running.journal import Journal, journal_dir
+from wikiqa.evals.running.records import (
+    HoldoutRefused,
+    RunConfig,
+    RunMeta,
+    RunOutcome,
+    TrialRecord,
+    git_sha,
+)
+from wikiqa.evals.tasks.task import (
+    Task,
+    bytes_hash,
+    parse_tasks,
+    read_suite,
+    refuse_held_out,
+    resolve_suite,
+)
+from wikiqa.models import Model, ModelUnavailable
+from wikiqa.registry import open_model, open_source
+from wikiqa.sources import InjectionSource, WikiSource
+
+
+def _source_hash(source: WikiSource) -> str | None:
+    inner: Any = source
+    while hasattr(inner, "inner"):
+        inner = inner.inner
+    value = getattr(inner, "sha256", None)
+    return str(value) if value else None
+
+
+class Runner:
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        model: Model | None = None,
+        source: WikiSource | None = None,
+        judge_model: Model | None = None,
+        progress: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.model = model or open_model(config.model)
+        self.source = source or open_source(config.source)
+        judge_model = judge_model or (open_model(config.judge) if config.judge else None)
+        if judge_model is not None:
+            check_not_self(judge_model.spec, self.model.spec, config.allow_self_judge)
+        self.judge_model = judge_model
+        self.progress = progress
+        self.sleep = sleep
+        # Where a run without a progress bar reports as it goes (a line every tenth of the
+        # trials) and where the first infrastructure error is told the moment it happens.
+        self.notify = notify
+        self.cache = (
+            ResponseCache(Settings().cache_dir() / "responses.sqlite") if config.cache else None
+        )
+        self._counter_lock = threading.Lock()
+        self.model_calls = self.cached_calls = self.judge_calls = 0
+
+    # -- one trial ----------------------------------------------------------------------------
+
+    def _wrap(self, model: Model, namespace: str) -> Model:
+        return CachingModel(model, self.cache, namespace) if self.cache is not None else model
+
+    def run_trial(self, task: Task, trial: int) -> TrialRecord:
+        source: WikiSource = self.source
+        if task.injection is not None:
+            source = InjectionSource(self.source, task.injection.plants)
+        model = self._wrap(self.model, f"trial={trial}")
+        attempts = 0
+        while True:
+            attempts += 1
+            agent = Agent(
+                model,
+                source,
+                budget=self.config.budget,
+                retrieval=self.config.retrieval,
+                read_first=self.config.read_first,
+                spotlight=self.config.spotlight,
+            )
+            result = agent.ask(task.question)
+            if not result.infrastructure_error or attempts >= self.config.infra_attempts:
+                break
+            self.sleep(self.config.infra_backoff * 2 ** (attempts - 1))
+        judge = None
+        if self.judge_model is not None:
+            judge = Judge(self._wrap(self.judge_model, f"judge:trial={trial}"))
+        judge_error = None
+        try:
+            grades = grade(task, result, judge)
+        except ModelUnavailable as err:  # the judge, after its own retries: not the agent's fault
+            judge_error = f"judge unavailable: {err}"
+            grades = error_grades(task, judge_error)
+        with self._counter_lock:
+            if isinstance(model, CachingModel):
+                self.model_calls += model.calls
+                self.cached_calls += model.hits
+            else:
+                self.model_calls += result.usage.model_calls
+            if judge is not None:
+                self.judge_calls += judge.calls
+        return TrialRecord(
+            task_id=task.id,
+            trial=trial,
+            attempts=attempts,
+            decision=str(calibration(task, result).detail["detected"]),
+            result=result,
+            grades=grades,
+            judge_error=judge_error,
+        )
+
+    # -- a run --------------------------------------------------------------------------------
+
+    def run(self, resume: str | None = None) -> RunOutcome:
+        config = self.config
+        suite_path = resolve_suite(config.suite, config.holdout)
+        raw = read_suite(suite_path)
+        all_tasks = parse_tasks(raw, suite_path)
+        if not config.holdout:
+            refuse_held_out(all_tasks, suite_path)
+        tasks = all_tasks[: config.limit]
+        digest = bytes_hash(raw)
+        if config.holdout and not resume:
+            _check_holdout(config.out, digest, config.allow_holdout_rerun)
+        if resume:
+            meta = RunMeta.model_validate_json(
+                (journal_dir(config.out, resume) / "meta.json").read_text()
+            )
+            if meta.suite_hash != digest:
+                raise ValueError(
+                    f"run {resume} used suite {meta.suite_hash}; the file is now {digest}"
+                )
+        else:
+            now = datetime.now(UTC)
+            meta = RunMeta(
+                run_id=f"{now:%Y%m%dT%H%M%SZ}-{_slug(config.experiment)}-{uuid.uuid4().hex[:6]}",
+                created_at=now.isoformat(timespec="seconds"),
+                git_sha=git_sha(),
+                wikiqa_version=version("wikiqa"),
+                config=config,
+                suite_path=str(suite_path),
+                suite_hash=digest,
+                source_name=self.source.name,
+                source_hash=_source_hash(self.source),
+                prompt_hash=prompt_hash(config.retrieval, config.spotlight),
+                model=self.model.spec,
+                judge=self.judge_model.spec if self.judge_model else None,
+                tasks=len(tasks),
+            )
+            folder = journal_dir(config.out, meta.run_id)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "meta.json").write_text(meta.model_dump_json(indent=2))
+        journal = Journal(journal_dir(config.out, meta.run_id) / "journal.jsonl")
+        records = journal.read()
+        trials = meta.config.trials
+        todo = [
+            (task, t)
+            for task in tasks
+            for t in range(trials)
+            if (task.id, t) not in records or records[(task.id, t)].failed
+        ]
+        bar = tqdm(total=len(todo), desc=meta.run_id, unit="trial", disable=not self.progress)
+        with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
+            futures = {pool.submit(self.run_trial, task, t): (task.id, t) for task, t in todo}
+            try:
+                told, step = False, max(1, len(todo) // 10)
+                for done, future in enumerate(as_completed(futures), start=1):
+                    record = future.result()
+                    journal.append(record)
+                    records[(record.task_id, record.trial)] = record
+                    bar.update()
+                    if self.notify is not None and record.failed and not told:
+                        told = True
+                        cause = record.cause
+                        self.notify(f"wikiqa: infrastructure error on {record.task_id}: {cause}")
+                    if self.notify is not None and not self.progress and done % step == 0:
+                        self.notify(f"wikiqa: {done}/{len(todo)} trials done")
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+            finally:
+                bar.close()
+        frame = to_frame(meta, tasks, records)
+        parquet = write_parquet(frame, config.out / "runs" / f"{meta.run_id}.parquet")
+        summary = summarize(frame)
+        failed = [r for _, r in sorted(records.items()) if r.failed]
+        first_error = f"{failed[0].task_id}: {failed[0].cause}" if failed else None
+        outcome = RunOutcome(
+            meta=meta,
+            summary=summary,
+            table=render(summary),
+            parquet=parquet,
+            trials_run=len(todo),
+            model_calls=self.model_calls,
+            cached_calls=self.cached_calls,
+            judge_calls=self.judge_calls,
+            first_error=first_error,
+        )
+        if config.holdout:
+            record_run(outcome, config.out)
+        return outcome
+
+
+def _check_holdout(out: Path, digest: str, allow_rerun: bool) -> None:
+    log = out / "changelog.jsonl"
+    if allow_rerun or not log.exists():
+        return
+    for line in log.read_text(encoding="utf-8").splitlines():
+        if (
+            line.strip()
+            and (row := json.loads(line)).get("holdout")
+            and row.get("suite_hash") == digest
+        ):
+            raise HoldoutRefused(
+                f"the held-out suite {digest} was already run ({row.get('run_id')}); it is run "
+                "once, at the end. Pass --allow-holdout-rerun to run it again anyway."
+            )
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")[:40] or "run"
+
+
+def run_eval(config: RunConfig, resume: str | None = None, **kwargs: Any) -> RunOutcome:
+    return Runner(config, **kwargs).run(resume)

@@ -1,0 +1,225 @@
+"""The eval task schema and loader. A malformed line fails with file:line and the reason."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from wikiqa.evals.tasks import asserts
+from wikiqa.inputs import MiB, first_problem, read_bounded
+from wikiqa.sources import Plant
+
+Category = Literal[
+    "factual",
+    "multi_hop",
+    "disambiguation",
+    "unanswerable",
+    "adversarial",
+    "retrieval_gap",
+    "injection",
+]
+Dimension = Literal["faithfulness", "correctness", "completeness", "attribution", "calibration"]
+CATEGORIES: tuple[Category, ...] = (
+    "factual", "multi_hop", "disambiguation", "unanswerable", "adversarial", "retrieval_gap",
+    "injection",
+)  # fmt: skip
+DIMENSIONS: tuple[Dimension, ...] = (
+    "faithfulness", "correctness", "completeness", "attribution", "calibration",
+)  # fmt: skip
+SUITES = Path(__file__).resolve().parents[3] / "experiments" / "suite"
+
+
+class TaskError(ValueError):
+    """A task file is malformed; the message names file and line."""
+
+
+class Injection(BaseModel):
+    """Text planted into retrieved articles, and strings that must never reach the output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plants: list[Plant] = Field(min_length=1)
+    canaries: list[str] = Field(min_length=1)
+
+
+class TaskProvenance(BaseModel):
+    """Where an imported task came from, so every number can be traced to public data."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str = Field(min_length=1)
+    split: str = Field(min_length=1)
+    original_id: str = Field(min_length=1, description="The source's id, or its line number.")
+    licence: str = Field(min_length=1)
+
+
+class Task(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=80)
+    category: Category
+    question: str = Field(min_length=1, max_length=1000)
+    dimensions: list[Dimension] = Field(min_length=1)
+    reference_answer: str | None = None
+    expected_sources: list[str] = Field(default_factory=list)
+    should_refuse: bool
+    answers: list[str] = Field(
+        default_factory=list,
+        description="Short gold forms of the answer (aliases, as NQ and SimpleQA give them): "
+        "an answer that states one is correct.",
+    )
+    asserts: list[str] = Field(default_factory=list)
+    injection: Injection | None = None
+    absent: list[str] = Field(
+        default_factory=list,
+        description="For unanswerable tasks: terms no snapshot article contains together.",
+    )
+    notes: str | None = None
+    provenance: TaskProvenance | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Task:
+        dims = set(self.dimensions)
+        if len(dims) != len(self.dimensions):
+            raise ValueError("dimensions repeat")
+        if dims & {"correctness", "completeness"} and not self.reference_answer:
+            raise ValueError("correctness/completeness need a reference_answer")
+        if any(not a.strip() for a in self.answers):
+            raise ValueError("answers must not be blank")
+        if "attribution" in dims and not self.expected_sources:
+            raise ValueError("attribution needs expected_sources")
+        if self.category == "multi_hop" and len(self.expected_sources) < 2:
+            raise ValueError("multi_hop tasks need at least 2 expected_sources")
+        if self.category == "unanswerable" and not self.should_refuse:
+            raise ValueError("unanswerable tasks must have should_refuse: true")
+        if (self.category == "injection") != (self.injection is not None):
+            raise ValueError("injection tasks (and only they) carry an `injection` block")
+        for spec in self.asserts:
+            bad = asserts.problem(spec)
+            if bad:
+                raise ValueError(bad)
+        return self
+
+
+MAX_SUITE_BYTES = 64 * MiB  # 100x the public suite; a bigger "suite" is a mistake
+
+
+def read_suite(path: Path | str) -> bytes:
+    """A task file's bytes, read once and bounded: parsing and hashing share them, so a pipe
+    such as /dev/stdin hashes what was parsed."""
+    try:
+        return read_bounded(path, MAX_SUITE_BYTES, "task file")
+    except ValueError as err:
+        raise TaskError(str(err)) from err
+    except OSError as err:
+        raise TaskError(f"{path}: cannot read task file: {err.strerror}") from err
+
+
+def load_tasks(path: Path | str) -> list[Task]:
+    """Parse a JSONL task file; every problem names the file and line."""
+    return parse_tasks(read_suite(path), path)
+
+
+def parse_tasks(raw: bytes, path: Path | str) -> list[Task]:
+    """Parse task-file bytes; `path` only names the file in errors."""
+    tasks: list[Task] = []
+    first_line: dict[str, int] = {}
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise TaskError(f"{path}:{lineno}: not UTF-8 (byte {err.start})") from err
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise TaskError(
+                f"{path}:{lineno}: invalid JSON: {err.msg} (column {err.colno})"
+            ) from err
+        if not isinstance(record, dict):
+            raise TaskError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
+        try:
+            task = Task.model_validate(record)
+        except ValidationError as err:
+            raise TaskError(f"{path}:{lineno}: {first_problem(err)}") from err
+        if task.id in first_line:
+            raise TaskError(
+                f"{path}:{lineno}: duplicate task id {task.id!r} (first on line {first_line[task.id]})"
+            )
+        first_line[task.id] = lineno
+        tasks.append(task)
+    if not tasks:
+        raise TaskError(f"{path}: no tasks")
+    return tasks
+
+
+def suite_hash(path: Path | str) -> str:
+    return bytes_hash(read_suite(path))
+
+
+def bytes_hash(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def held_out_questions() -> set[str]:
+    """Fingerprints of every held-out task: a held-out task is known by its content,
+    so a copy, a subset or `/dev/stdin` cannot smuggle one into a development run."""
+    return {
+        _fingerprint(t)
+        for name in HOLDOUTS.values()
+        if (SUITES / f"{name}.jsonl").exists()
+        for t in load_tasks(SUITES / f"{name}.jsonl")
+    }
+
+
+def refuse_held_out(tasks: list[Task], path: Path | str) -> None:
+    """Raise TaskError if any task asks a held-out question (held-out splits run with --holdout)."""
+    held = held_out_questions()
+    leaked = [t.id for t in tasks if _fingerprint(t) in held]
+    if leaked:
+        raise TaskError(
+            f"{path}: {len(leaked)} task(s) ask held-out questions (e.g. {leaked[0]!r}); the "
+            "held-out split loads only with --holdout (run it once, at the end)"
+        )
+
+
+def _fingerprint(task: Task) -> str:
+    """What makes a task the same task whatever its id or file: category, folded question and
+    any planted text (dev and holdout share a question with and without an injection)."""
+    plants = task.injection.model_dump_json() if task.injection else ""
+    return f"{task.category}|{' '.join(task.question.casefold().split())}|{plants}"
+
+
+# Named suites and their held-out splits; a held-out split loads only with holdout=True.
+HOLDOUTS = {"dev": "holdout", "public": "public_holdout", "fresh": "fresh_holdout"}
+
+
+def resolve_suite(suite: str, holdout: bool = False) -> Path:
+    """`dev`, `public`, or a path; with holdout=True, the named suite's held-out split (`dev`'s
+    is `holdout.jsonl`, `public`'s `public_holdout.jsonl`; `fresh` is a held-out split only,
+    `fresh_holdout.jsonl`). No held-out split ever loads without holdout=True, by name or by
+    path."""
+    held = {SUITES / f"{name}.jsonl" for name in HOLDOUTS.values()}
+    if holdout:
+        by_split = {split: split for split in HOLDOUTS.values()}
+        name = HOLDOUTS.get(suite) or by_split.get(suite)
+        if name is None:
+            raise TaskError(
+                "--holdout runs a named suite's held-out split (dev, public or fresh); "
+                "do not pass a task file with it"
+            )
+        return SUITES / f"{name}.jsonl"
+    named = suite in HOLDOUTS or suite in HOLDOUTS.values()
+    path = SUITES / f"{suite}.jsonl" if named else Path(suite)
+    if any(path.resolve() == h.resolve() for h in held):
+        raise TaskError("the held-out suite loads only with --holdout (run it once, at the end)")
+    if named and not path.exists() and suite in HOLDOUTS:
+        raise TaskError(f"{suite} is a held-out split only: run it with --holdout")
+    if not path.exists():
+        raise TaskError(f"{suite}: no such suite (use dev, public, --holdout, or a task file path)")
+    return path
