@@ -27,9 +27,12 @@ def test_a_steps_lever_joins_the_levers_model_sets() -> None:
 def test_the_climb_is_grouped_by_suite_in_order(tmp_path: Path) -> None:
     from wikiqa.experiment import climb
 
-    rows = [
+    rows: list[dict[str, object]] = [
         {"date": "d", "run_id": f"r{i}", "experiment": f"0{i}_x", "change": "", "kind": "k",
-         "suite": suite, "model": "m", "trials": 1, "dimensions": {}, "tasks_pass": [i, 9]}
+         "holdout": False, "suite": suite, "suite_hash": "h", "model": "m", "judge": None,
+         "source": "snapshot", "source_hash": None, "prompt_hash": "p", "git_sha": "g",
+         "trials": 1, "dimensions": {}, "tasks_pass": [i, 9], "pass_at_1": 0.0,
+         "needs_judge": 0, "errors": 0, "parquet": f"runs/r{i}.parquet"}
         for i, suite in enumerate(["dev", "public", "dev", "public"])
     ]  # fmt: skip
     (tmp_path / "changelog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

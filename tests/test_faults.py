@@ -160,8 +160,7 @@ def test_a_run_that_met_only_outages_is_never_recorded_and_names_its_cause(
     assert "nothing recorded" in err and "overloaded (HTTP 529)" in err
     assert not (out / "changelog.jsonl").exists()
     # the same through the library: record_run refuses, naming the first cause
-    from wikiqa.evals import InfrastructureFailure, RunConfig, run_eval
-    from wikiqa.evals.climb.changelog import record_run
+    from wikiqa.evals import InfrastructureFailure, RunConfig, record, run_eval
 
     outcome = run_eval(
         RunConfig(trials=1, limit=2, model=f"scripted:{script}", out=out, infra_backoff=0.0),
@@ -169,7 +168,7 @@ def test_a_run_that_met_only_outages_is_never_recorded_and_names_its_cause(
     )
     assert outcome.all_failed and "overloaded" in (outcome.first_error or "")
     with pytest.raises(InfrastructureFailure, match="nothing was recorded"):
-        record_run(outcome, out)
+        record(outcome, "record")
     assert not (out / "changelog.jsonl").exists()
 
 

@@ -8,6 +8,7 @@ recorded in the change log.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -72,18 +73,14 @@ def test_source_notebooks_have_no_outputs_and_one_parameters_cell(path: Path) ->
             assert "#" in line, line
     if path.parent == EXPERIMENTS:
         assert cells[0]["cell_type"] == "markdown" and "Hypothesis" in source[0]
-        for name in [
-            "MODEL",
-            "JUDGE",
-            "SOURCE",
-            "SUITE",
-            "TRIALS",
-            "CONCURRENCY",
-            "CHANGE",
-            "KIND",
-        ]:
+        # a step holds only what it changes: its CHANGE and KIND, and its own levers
+        for name in ["CHANGE", "KIND"]:
             assert f"\n{name} = " in "\n" + tagged[0], name
-        assert "experiment.record(outcome)" in source[-1]
+        assert not re.search(r"^(?:OUT|RECORD) = ", tagged[0], re.M), "the runner's, not the step's"
+        assert any(
+            s.lstrip("# ").startswith("the shared step") and "experiment.step(globals()" in s
+            for s in source
+        ), "the step calls the shared step"
 
 
 def test_grid_expands_repeated_parameters() -> None:
@@ -102,9 +99,10 @@ def steps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, objec
     out = tmp_path_factory.mktemp("results")
     rows = {}
     for name in ["00_no_retrieval_baseline", "01_agent_baseline", "02_read_more_hits"]:
-        executed = execute(EXPERIMENTS / f"{name}.ipynb", {"TRIALS": 1, "OUT": str(out)}, out)
+        parameters = {"TRIALS": 1, "OUT": str(out), "RECORD": True}
+        executed = execute(EXPERIMENTS / f"{name}.ipynb", parameters, out)
         assert executed.exists() and executed.parent == out / "notebooks"
-        rows[name] = changelog.read(out)[-1]
+        rows[name] = changelog.read(out)[-1].model_dump(mode="json")
     rows["_out"] = {"path": str(out)}
     return rows
 
@@ -205,8 +203,8 @@ def test_every_label_file_is_valid_and_every_example_has_a_reason() -> None:
 
 
 def test_model_figures_of_the_recorded_local_run_are_the_reported_ones() -> None:
-    rows = [r for r in changelog.read(ROOT / "results") if r["experiment"] == "03_local_llm"]
-    by_kind = {r["kind"]: load_run(ROOT / "results" / r["parquet"]) for r in rows}
+    rows = [r for r in changelog.read(ROOT / "results") if r.experiment == "03_local_llm"]
+    by_kind = {r.kind: load_run(ROOT / "results" / r.parquet) for r in rows}
     assert set(by_kind) == {"model", "grader"}, "the 03 run and its regraded rerun are committed"
     figures = model_figures(by_kind["model"])  # timed on a cold cache
     assert figures["trials"] == 41
@@ -258,9 +256,9 @@ def test_a_copied_step_is_recorded_under_its_own_file_name(tmp_path: Path) -> No
     copy = tmp_path / "05_my_change.ipynb"
     copy.write_bytes((EXPERIMENTS / "01_agent_baseline.ipynb").read_bytes())
     out = tmp_path / "results"
-    execute(copy, {"TRIALS": 1, "LIMIT": 2, "OUT": str(out)}, out)
+    execute(copy, {"TRIALS": 1, "LIMIT": 2, "OUT": str(out), "RECORD": True}, out)
     rows = changelog.read(out)
-    assert [r["experiment"] for r in rows] == ["05_my_change"]
+    assert [r.experiment for r in rows] == ["05_my_change"]
 
 
 def test_exploratory_runs_stay_out_of_the_climb_and_recorded_ones_go_in(
@@ -304,7 +302,7 @@ def test_exploratory_runs_stay_out_of_the_climb_and_recorded_ones_go_in(
         str(tmp_path / "g"),
     ]
     assert main(["experiment", "run", step, *grid]) == 0
-    changes = [r["change"] for r in changelog.read(tmp_path / "g")]
+    changes = [r.change for r in changelog.read(tmp_path / "g")]
     assert changes == [
         "agent baseline: search, fetch, quote or refuse [TRIALS=1, LIMIT=1]",
         "agent baseline: search, fetch, quote or refuse [TRIALS=1, LIMIT=2]",

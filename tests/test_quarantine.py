@@ -195,9 +195,10 @@ def test_spotlighting_datamarks_retrieved_text_and_changes_the_prompt_hash(
     """Hines et al. 2024 datamarking, as an agent option: off by default, in the prompt hash;
     a quote copied with the marks still verifies."""
     from wikiqa.agent import prompt_hash
-    from wikiqa.agent.prompts import DATAMARK, SPOTLIGHT_NOTE, system_prompt
+    from wikiqa.agent.prompts import SPOTLIGHT_NOTE, system_prompt
     from wikiqa.agent.render import render_article
     from wikiqa.models.protocol import AssistantMessage, ModelTurn, ToolCall
+    from wikiqa.text import DATAMARK
 
     article = snapshot.get_article("Paris")
     assert article is not None

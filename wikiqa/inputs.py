@@ -7,8 +7,9 @@ whole dies with MemoryError far from the cause. Every file the CLI is pointed at
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -19,6 +20,10 @@ MiB = 1024 * 1024
 
 class TooLarge(ValueError):
     """A file is larger than the limit its reader allows."""
+
+
+class InputError(ValueError):
+    """A user's file cannot be read or parsed; the message names the file (and the line)."""
 
 
 def read_bounded(path: Path | str, limit: int, what: str = "file") -> bytes:
@@ -39,18 +44,81 @@ def first_problem(err: ValidationError) -> str:
     return f"{where + ': ' if where else ''}{problem['msg']}{more}"
 
 
-def read_jsonl(path: Path | str, record: type[RecordT], what: str, limit: int) -> list[RecordT]:
-    """One `record` per non-blank JSON line of a user's file; any problem is a ValueError that
-    names the file (and the line)."""
+def read_text(path: Path | str, limit: int, what: str = "file") -> str:
+    """The UTF-8 text of a user's file, bounded; every failure an InputError naming the file."""
     try:
-        text = read_bounded(path, limit, what).decode("utf-8")
-    except (OSError, UnicodeDecodeError, TooLarge) as err:
-        raise ValueError(f"{path}: cannot read {what}: {err}") from err
-    records = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                records.append(record.model_validate_json(line))
-            except ValidationError as err:
-                raise ValueError(f"{path}:{lineno}: {first_problem(err)}") from err
-    return records
+        return read_bounded(path, limit, what).decode("utf-8")
+    except TooLarge as err:
+        raise InputError(str(err)) from None
+    except FileNotFoundError:
+        raise InputError(f"{path}: cannot read {what}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: cannot read {what}: is a directory, expected a file") from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: cannot read {what}: not UTF-8 (byte {err.start})") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read {what}: {err.strerror or err}") from None
+
+
+def parse_jsonl(
+    data: bytes | str, path: Path | str, error: type[ValueError] = InputError
+) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of JSON-lines `data`: the one parser of
+    every user's JSONL file. Bytes are decoded line by line, so a bad byte names its line;
+    every problem is `error("file:line: ...")`."""
+    raw_lines: list[bytes | str] = [
+        *(data.split(b"\n") if isinstance(data, bytes) else data.split("\n"))
+    ]
+    objects: list[tuple[int, dict[str, Any]]] = []
+    for lineno, raw in enumerate(raw_lines, start=1):
+        try:
+            line: str = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as err:
+            raise error(f"{path}:{lineno}: not UTF-8 (byte {err.start})") from None
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise error(f"{path}:{lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
+        if not isinstance(record, dict):
+            kind = type(record).__name__
+            raise error(f"{path}:{lineno}: expected a JSON object, got {kind}")
+        objects.append((lineno, record))
+    return objects
+
+
+def read_objects(
+    path: Path | str, limit: int, what: str = "file", error: type[ValueError] = InputError
+) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a user's JSONL file, bounded."""
+    try:
+        data = read_text(path, limit, what)
+    except InputError as err:
+        raise error(str(err)) from None
+    return parse_jsonl(data, path, error)
+
+
+def read_jsonl(
+    path: Path | str,
+    record: type[RecordT],
+    what: str,
+    limit: int,
+    error: type[ValueError] = InputError,
+) -> list[RecordT]:
+    """One `record` per non-blank JSON line of a user's file; any problem is `error` naming the
+    file (and the line)."""
+    return [
+        validate(record, obj, f"{path}:{lineno}", error)
+        for lineno, obj in read_objects(path, limit, what, error)
+    ]
+
+
+def validate(
+    record: type[RecordT], obj: dict[str, Any], where: str, error: type[ValueError] = InputError
+) -> RecordT:
+    """`obj` as a `record`, or `error("where: field: problem")`."""
+    try:
+        return record.model_validate(obj)
+    except ValidationError as err:
+        raise error(f"{where}: {first_problem(err)}") from None

@@ -240,3 +240,19 @@ def mixed_script(word: str) -> bool:
         k == "GREEK" and kinds[i - 1] == "latin" and kinds[i + 1] == "latin"
         for i, k in enumerate(kinds[1:-1], start=1)
     )
+
+
+# Spotlighting's datamark (Hines et al. 2024): every space of retrieved text shown to a model as
+# this character. Defined here, below the agent and the graders, because both must read a quote
+# copied from datamarked text as the spaces it stands for.
+DATAMARK = "\u02c6"
+_QUOTE_MARKS = str.maketrans(
+    dict.fromkeys("‘’‚‛′`", "'") | dict.fromkeys("“”„‟″«»", '"') | {DATAMARK: " "}
+)
+_RUNS_OF_SPACE = re.compile(r"\s+")
+
+
+def normalize_quote(text: str) -> str:
+    """What "verbatim" forgives (the design's quote contract): runs of whitespace, the shape of
+    quote marks and datamarks. Nothing else."""
+    return _RUNS_OF_SPACE.sub(" ", text.translate(_QUOTE_MARKS)).strip()

@@ -13,7 +13,6 @@ from wikiqa.agent.grounding import (
     Fetched,
     citation_problems,
     coverage,
-    normalize_quote,
     quotable_text,
 )
 from wikiqa.agent.guard import Finding, scan, violations
@@ -30,6 +29,7 @@ from wikiqa.agent.result import (
     TraceEvent,
     Usage,
 )
+from wikiqa.text import normalize_quote
 
 __all__ = [
     "BASELINE_SYSTEM_PROMPT",

@@ -11,7 +11,6 @@ from __future__ import annotations
 from wikiqa.agent.actions import parse_args
 from wikiqa.agent.grounding import citation_problems
 from wikiqa.agent.guard import violations
-from wikiqa.agent.prompts import DATAMARK
 from wikiqa.agent.result import Answer, Citation, Output, Refusal
 from wikiqa.agent.state import RunState
 from wikiqa.agent.support import off_topic, plain_refusal, uncovered, unsupported
@@ -25,6 +24,7 @@ from wikiqa.models import (
     ToolResult,
     evidence,
 )
+from wikiqa.text import DATAMARK
 
 
 def decide(state: RunState, call: ToolCall) -> Answer | Refusal | ToolResult:

@@ -7,24 +7,12 @@ ellipses) must match, so a quote that passes is text Wikipedia really contains.
 
 from __future__ import annotations
 
-import re
-
-from wikiqa.agent.prompts import DATAMARK
 from wikiqa.agent.render import infobox_lines
 from wikiqa.models import CitationArg
 from wikiqa.sources import Article, normalize_title
-from wikiqa.text import content_words, stem, words
+from wikiqa.text import content_words, normalize_quote, stem, words
 
 MIN_QUOTE_WORDS = 3
-_QUOTES = str.maketrans(
-    dict.fromkeys("‘’‚‛′`", "'") | dict.fromkeys("“”„‟″«»", '"') | {DATAMARK: " "}
-)  # a datamark copied from spotlighted text is the space it stands for
-_SPACE = re.compile(r"\s+")
-
-
-def normalize_quote(text: str) -> str:
-    """Collapse whitespace and unify quote marks (and datamarks); nothing else."""
-    return _SPACE.sub(" ", text.translate(_QUOTES)).strip()
 
 
 def _strip_wrapping(quote: str) -> str:

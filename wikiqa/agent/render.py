@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from wikiqa.agent.prompts import DATAMARK
 from wikiqa.sources import Article, SearchHit
+from wikiqa.text import DATAMARK
 
 # Anything that renders or tokenizes as "<": the ASCII sign, its fullwidth and small forms, and
 # the HTML entities a model may read as one.

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from wikiqa.bench.report import _percentile
+from wikiqa.bench.report import percentile
 from wikiqa.bench.sources import load_pairs
 from wikiqa.sources import SnapshotSource
 
@@ -53,9 +53,9 @@ def bench_ask(processes: int = 10, pairs_path: Path | None = None) -> dict[str, 
         "questions": len(questions),
         "answered": answered,
         "ask_in_process_p50_ms": statistics.median(in_process),
-        "ask_in_process_p95_ms": _percentile(in_process, 95),
+        "ask_in_process_p95_ms": percentile(in_process, 95),
         "ask_climbed_in_process_p50_ms": statistics.median(climbed),
-        "ask_climbed_in_process_p95_ms": _percentile(climbed, 95),
+        "ask_climbed_in_process_p95_ms": percentile(climbed, 95),
         "processes": len(new_process),
         "ask_new_process_p50_s": statistics.median(new_process),
         "ask_new_process_max_s": max(new_process),

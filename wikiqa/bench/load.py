@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from wikiqa.bench.report import _percentile
+from wikiqa.bench.report import percentile
 from wikiqa.bench.sources import load_pairs
 
 
@@ -82,8 +82,8 @@ def bench_load(clients: int = 32, seconds: float = 30.0) -> dict[str, float]:
         "requests": len(latencies),
         "errors": errors[0],
         "requests_per_s": len(latencies) / wall,
-        "p50_ms": _percentile(latencies, 50),
-        "p99_ms": _percentile(latencies, 99),
+        "p50_ms": percentile(latencies, 50),
+        "p99_ms": percentile(latencies, 99),
         "server_peak_rss_mb": peak_kb / 1024,
         "hostile_bodies_sent": hostile["sent"],
         "hostile_413": hostile["413"],

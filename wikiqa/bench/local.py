@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from wikiqa.bench.report import _percentile
+from wikiqa.bench.report import percentile
 from wikiqa.bench.sources import load_pairs
 from wikiqa.sources import SnapshotSource
 
@@ -58,6 +58,6 @@ def bench_local(questions: int = 5) -> dict[str, float]:
         "questions": float(questions),
         "model_calls": float(len(calls)),
         "call_p50_s": statistics.median(calls),
-        "call_p95_s": _percentile(calls, 95),
+        "call_p95_s": percentile(calls, 95),
         "seconds_per_question": statistics.mean(per_question),
     }

@@ -17,7 +17,7 @@ from wikiqa.bench.local import bench_local
 from wikiqa.bench.public import bench_public
 from wikiqa.bench.reading import bench_reading
 from wikiqa.bench.reading import report as reading_report
-from wikiqa.bench.report import _line, _report, _report_ask, _report_eval
+from wikiqa.bench.report import line, report_ask, report_eval, report_sources
 from wikiqa.bench.sources import bench_sources
 
 
@@ -53,17 +53,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.suite == "sources":
         figures = bench_sources(args.pairs)
-        report = _report(figures)
+        report = report_sources(figures)
     elif args.suite == "ask":
         figures = bench_ask(pairs_path=args.pairs)
-        report = _report_ask(figures)
+        report = report_ask(figures)
     elif args.suite == "eval":
         figures = bench_eval()
-        report = _report_eval(figures)
+        report = report_eval(figures)
     elif args.suite == "public":
         figures = bench_public()
         report = "public suite, offline (targets: x3 <= 60 s, compare <= 2 s)\n" + "\n".join(
-            _line(k, v, "{:.2f}") for k, v in figures.items()
+            line(k, v, "{:.2f}") for k, v in figures.items()
         )
     elif args.suite == "reading":
         try:
@@ -75,12 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.suite == "load":
         figures = bench_load(args.clients, args.seconds)
         report = "load (wikiqa serve, offline, loopback)\n" + "\n".join(
-            _line(k, v, "{:.1f}") for k, v in figures.items()
+            line(k, v, "{:.1f}") for k, v in figures.items()
         )
     elif args.suite == "local":
         figures = bench_local()
         report = "local model (SmolLM2-135M via llama.cpp, 2 threads, greedy)\n" + "\n".join(
-            _line(k, v, "{:.2f}") for k, v in figures.items()
+            line(k, v, "{:.2f}") for k, v in figures.items()
         )
     else:
         try:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from wikiqa.agent.quarantine import quarantine
 from wikiqa.evals.analysis.stats import count_text
-from wikiqa.evals.graders._correctness import correctness
+from wikiqa.evals.graders import correctness_of
 from wikiqa.evals.graders.aliases import stated
 from wikiqa.evals.tasks.task import Task, load_tasks, resolve_suite
 from wikiqa.models.extractive import ExtractiveModel
@@ -98,7 +98,7 @@ def _reach(task: Task, source: SnapshotSource, model: ExtractiveModel) -> _Reach
     by_depth = [model.rank(task.question, articles[:k]) for k in (3, 5)]
     evidence = tuple(any(stated(c.sentence, task.answers) for c in r) for r in by_depth)
     graded = tuple(
-        any(correctness(task, c.sentence).verdict == "pass" for c in r) for r in by_depth
+        any(correctness_of(task, c.sentence).verdict == "pass" for c in r) for r in by_depth
     )
     top3 = by_depth[0]
     kind = answer_type(task.question)
@@ -113,7 +113,7 @@ def _reach(task: Task, source: SnapshotSource, model: ExtractiveModel) -> _Reach
         typed_first=None
         if kind == "other"
         else bool(typed_spans and stated(typed_spans[0], task.answers)),
-        policy=correctness(task, best).verdict if best else "n/a",
+        policy=correctness_of(task, best).verdict if best else "n/a",
         policy_states=bool(best and stated(best, task.answers)),
     )
 

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 
 
-def _percentile(values: Sequence[float], q: float) -> float:
+def percentile(values: Sequence[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
@@ -35,19 +35,19 @@ _TARGETS = {
 }
 
 
-def _report(figures: dict[str, float]) -> str:
+def report_sources(figures: dict[str, float]) -> str:
     lines = [
         f"snapshot: {figures['articles']:.0f} articles ({figures['skipped']:.0f} skipped), "
         f"{figures['queries']:.0f} latency queries, {figures['pairs']:.0f} recall pairs"
     ]
     for key in ("first_build_s", "reopen_s", "search_p50_ms", "search_p95_ms"):
-        lines.append(_line(key, figures[key], "{:.3f}"))
-    lines.append(_line("recall_at_1", figures["recall_at_1"], "{:.2f}"))
-    lines.append(_line("recall_at_5", figures["recall_at_5"], "{:.2f}"))
+        lines.append(line(key, figures[key], "{:.3f}"))
+    lines.append(line("recall_at_1", figures["recall_at_1"], "{:.2f}"))
+    lines.append(line("recall_at_5", figures["recall_at_5"], "{:.2f}"))
     return "\n".join(lines)
 
 
-def _report_ask(figures: dict[str, float]) -> str:
+def report_ask(figures: dict[str, float]) -> str:
     lines = [
         f"ask (offline: snapshot + extractive): {figures['questions']:.0f} questions in process "
         f"({figures['answered']:.0f} answered), {figures['processes']:.0f} as new processes"
@@ -55,31 +55,31 @@ def _report_ask(figures: dict[str, float]) -> str:
     keys = ["ask_in_process_p50_ms", "ask_in_process_p95_ms"]
     keys += ["ask_climbed_in_process_p50_ms", "ask_climbed_in_process_p95_ms"]  # abstain=0.4
     for key in keys:
-        lines.append(_line(key, figures[key], "{:.2f}"))
+        lines.append(line(key, figures[key], "{:.2f}"))
     for key in ("ask_new_process_p50_s", "ask_new_process_max_s"):
-        lines.append(_line(key, figures[key], "{:.3f}"))
+        lines.append(line(key, figures[key], "{:.3f}"))
     return "\n".join(lines)
 
 
-def _report_eval(figures: dict[str, float]) -> str:
+def report_eval(figures: dict[str, float]) -> str:
     lines = [
         f"eval (offline dev suite x 3 trials = {figures['dev_trials']:.0f} trials, "
         f"{figures['dev_x3_model_calls']:.0f} model calls; concurrency test: "
         f"{figures['slow_trials']:.0f} trials, model sleeping 200 ms per call)"
     ]
-    lines.append(_line("dev_x3_wall_s", figures["dev_x3_wall_s"], "{:.2f}"))
-    lines.append(_line("rerun_wall_s", figures["rerun_wall_s"], "{:.2f}"))
-    lines.append(_line("rerun_model_calls", figures["rerun_model_calls"], "{:.0f}"))
-    lines.append(_line("serial_s", figures["serial_s"], "{:.2f}"))
-    lines.append(_line("concurrent_s", figures["concurrent_s"], "{:.2f}"))
+    lines.append(line("dev_x3_wall_s", figures["dev_x3_wall_s"], "{:.2f}"))
+    lines.append(line("rerun_wall_s", figures["rerun_wall_s"], "{:.2f}"))
+    lines.append(line("rerun_model_calls", figures["rerun_model_calls"], "{:.0f}"))
+    lines.append(line("serial_s", figures["serial_s"], "{:.2f}"))
+    lines.append(line("concurrent_s", figures["concurrent_s"], "{:.2f}"))
     lines.append(
-        _line("speedup", figures["speedup"], "{:.1f}") + f"   ideal {figures['concurrency']:.0f}"
+        line("speedup", figures["speedup"], "{:.1f}") + f"   ideal {figures['concurrency']:.0f}"
     )
-    lines.append(_line("speedup_share_of_ideal", figures["speedup_share_of_ideal"], "{:.2f}"))
+    lines.append(line("speedup_share_of_ideal", figures["speedup_share_of_ideal"], "{:.2f}"))
     return "\n".join(lines)
 
 
-def _line(key: str, value: float, fmt: str) -> str:
+def line(key: str, value: float, fmt: str) -> str:
     text = f"{key:<22} {fmt.format(value):>8}"
     if key in _TARGETS:
         op, bound = _TARGETS[key]

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from wikiqa.bench.report import _percentile
+from wikiqa.bench.report import percentile
+from wikiqa.inputs import MiB, parse_jsonl, read_jsonl, validate
 from wikiqa.sources import SnapshotSource
 from wikiqa.text import sentences
 
@@ -29,12 +30,13 @@ class SearchPair(BaseModel):
 
 
 def load_pairs(path: Path | None = None) -> list[SearchPair]:
-    text = (
-        path.read_text(encoding="utf-8")
-        if path is not None
-        else files("wikiqa.data").joinpath("search_pairs.jsonl").read_text(encoding="utf-8")
-    )
-    return [SearchPair.model_validate_json(line) for line in text.splitlines() if line.strip()]
+    if path is not None:
+        return read_jsonl(path, SearchPair, "search pairs", 16 * MiB)
+    data = files("wikiqa.data").joinpath("search_pairs.jsonl")
+    return [
+        validate(SearchPair, obj, f"{data}:{n}")
+        for n, obj in parse_jsonl(data.read_text(), str(data))
+    ]
 
 
 def recall_at(source: SnapshotSource, pairs: Sequence[SearchPair], k: int) -> float:
@@ -97,8 +99,8 @@ def bench_sources(pairs_path: Path | None = None) -> dict[str, float]:
             "first_build_s": build_s,
             "reopen_s": statistics.median(reopens),
             "queries": len(queries),
-            "search_p50_ms": _percentile(latencies, 50),
-            "search_p95_ms": _percentile(latencies, 95),
+            "search_p50_ms": percentile(latencies, 50),
+            "search_p95_ms": percentile(latencies, 95),
             "pairs": len(pairs),
             "recall_at_1": recall_at(source, pairs, 1),
             "recall_at_5": recall_at(source, pairs, 5),

@@ -67,16 +67,17 @@ def _tell(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _evaluate(config: Any, resume: str | None, progress: bool) -> Any:
+def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "explore") -> Any:
+    """Run (or resume) and record by `policy`: the change-log row, if any, is `climb`'s call."""
     from wikiqa.evals import (
         HoldoutRefused,
         RunConfig,
         RunMeta,
         SelfJudging,
         TaskError,
+        evaluate,
         journal_dir,
         results_dir,
-        run_eval,
         scratch_dir,
     )
 
@@ -93,7 +94,8 @@ def _evaluate(config: Any, resume: str | None, progress: bool) -> Any:
             config = RunConfig(
                 **(saved.model_dump() | {"concurrency": config.concurrency, "out": config.out})
             )
-        return run_eval(config, resume=resume, progress=progress, notify=_tell)
+        outcome, _ = evaluate(config, policy, resume, progress=progress, notify=_tell)
+        return outcome
     except (TaskError, HoldoutRefused, SelfJudging, SnapshotError) as err:
         raise CliError(str(err)) from err
     except ValueError as err:  # bad model / source specs
@@ -101,17 +103,18 @@ def _evaluate(config: Any, resume: str | None, progress: bool) -> Any:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    outcome = _evaluate(
-        _run_config(args), args.resume, progress=not args.json and sys.stderr.isatty()
-    )
-    if args.record and not outcome.meta.config.holdout and not outcome.all_failed:
-        from wikiqa.evals.climb.changelog import record_run
+    from wikiqa.evals import InfrastructureFailure, render
 
-        record_run(outcome, outcome.meta.config.out)
+    config = _run_config(args)
+    progress = not args.json and sys.stderr.isatty()
+    try:
+        outcome = _evaluate(config, args.resume, progress, "record" if args.record else "explore")
+    except InfrastructureFailure as err:  # nothing to record; the run is reported below
+        outcome = err.outcome
     if args.json:
         print(outcome.model_dump_json(indent=2))
     else:
-        print(outcome.table)
+        print(render(outcome.summary))
         print()
         print(
             f"run {outcome.meta.run_id}: {outcome.trials_run} trials run now, "
@@ -120,7 +123,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
         print(f"parquet: {outcome.parquet}")
     if outcome.summary.errors:
-        recorded = " (nothing recorded)" if outcome.all_failed and args.record else ""
+        asked = args.record or outcome.meta.config.holdout
+        recorded = " (nothing recorded)" if outcome.all_failed and asked else ""
         print(
             f"wikiqa: {outcome.summary.errors} trials ended in infrastructure errors{recorded}; "
             f"the first: {outcome.first_error}; rerun with --resume {outcome.meta.run_id}",

@@ -36,7 +36,9 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         raise CliError("give one -p OUT (or --out) per invocation", EXIT_USAGE)
     out = args.out or (Path(given.pop()) if given else None)
     out = out or (results_dir() if args.record else scratch_dir())
-    runs = [r | {"OUT": str(out)} for r in runs]
+    # `experiment run` records into the folder it chose (scratch's own change log, or the climb
+    # with --record); a notebook run any other way is exploratory unless it sets RECORD.
+    runs = [{"RECORD": True} | r | {"OUT": str(out)} for r in runs]
     for notebook in notebooks:
         extra = experiment.missing_extra(Path(notebook))
         if extra is not None:  # `experiments/0*.ipynb` on a fresh clone: say so, go on
@@ -49,7 +51,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         for parameters in _labelled(Path(notebook), runs):
             before = len(changelog.read(out))
             started = time.time()
-            shown = {k: v for k, v in parameters.items() if k != "OUT"}
+            shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD"}}
             label = " ".join(f"{k}={v!r}" for k, v in shown.items()) or "default parameters"
             print(f"== {Path(notebook).name} ({label})", flush=True)
             try:
@@ -63,7 +65,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                 raise CliError(f"{notebook}: {last}", code) from err
             rows = changelog.read(out)[before:]
             # RECORD=False writes no row: show the run's parquet all the same
-            parquets = [out / r["parquet"] for r in rows] or [
+            parquets = [out / r.parquet for r in rows] or [
                 p for p in sorted((out / "runs").glob("*.parquet")) if p.stat().st_mtime >= started
             ]
             for parquet in parquets:
@@ -92,7 +94,9 @@ def _labelled(notebook: Path, runs: list[dict[str, Any]]) -> list[dict[str, Any]
     base = ast.literal_eval(defaults["CHANGE"]["default"]) if "CHANGE" in defaults else ""
     labelled = []
     for run in runs:
-        levers = ", ".join(f"{k}={v}" for k, v in run.items() if k not in {"OUT", "CHANGE"})
+        levers = ", ".join(
+            f"{k}={v}" for k, v in run.items() if k not in {"OUT", "CHANGE", "RECORD"}
+        )
         change = str(run.get("CHANGE", base))
         labelled.append(run | {"CHANGE": f"{change} [{levers}]" if levers else change})
     return labelled

@@ -1,34 +1,40 @@
 """The eval harness: tasks in, graded trials out, and the numbers that say whether a change helped.
 
-- `tasks` (+ `asserts`): the task-line schema, suites and the deterministic asserts;
-- `graders/`: one module per dimension (faithfulness, correctness + completeness, attribution,
-  calibration) and the injection check; `judge`: the LLM judges for what code cannot decide;
-- `runner`: tasks x trials through the agent, graded; `runs` (config, metadata, records),
-  `journal` (resume), `cache` (model responses), `frame` (the long results table, parquet);
-- `report`: majority votes and the category x dimension table; `gate`: the CI regression gate;
-  `changelog`: one row per recorded run;
-- `validation`: graders against human labels; `attacks`: prompt-injection drills.
+One room per stage, each importing only the rooms below it (an import-linter layers contract):
+- `labels` | `drills` | `importers`: human labels (grader validation, the confidence fit,
+  undecided answers at human rates); prompt-injection and misinformation drills; public sets
+  turned into task lines;
+- `climb`: the change log and `record(outcome, policy)`, the one owner of the run record;
+- `running`: tasks x trials through the agent, graded, journaled, cached, written as parquet;
+- `analysis`: reducers, the summary and its rendering, intervals and paired tests, SimpleQA
+  outcomes, confidence, comparisons, the CI gate;
+- `graders`: one function per dimension, the judges, gold-answer aliases;
+- `tasks`: the task-line schema, the suites, the deterministic asserts;
+- `paths`: where results go and which commit wrote them.
 """
 
-from wikiqa.evals.analysis.summary import COLUMNS, Summary, render, summarize
-from wikiqa.evals.graders import Grade, grade
-from wikiqa.evals.graders.judge import Judge, SelfJudging
-from wikiqa.evals.running.journal import Journal, journal_dir
-from wikiqa.evals.running.records import (
-    META_COLUMNS,
-    REPO_RESULTS,
+from wikiqa.evals.analysis import COLUMNS, Summary, render, summarize
+from wikiqa.evals.climb import (
     HoldoutRefused,
     InfrastructureFailure,
+    Policy,
+    evaluate,
+    record,
+)
+from wikiqa.evals.graders import Grade, Judge, SelfJudging, grade
+from wikiqa.evals.paths import REPO_RESULTS, git_sha, results_dir, scratch_dir
+from wikiqa.evals.running import (
+    META_COLUMNS,
+    Journal,
     RunConfig,
     RunMeta,
+    Runner,
     RunOutcome,
     TrialRecord,
-    git_sha,
-    results_dir,
-    scratch_dir,
+    journal_dir,
+    run_eval,
 )
-from wikiqa.evals.running.runner import Runner, run_eval
-from wikiqa.evals.tasks.task import (
+from wikiqa.evals.tasks import (
     CATEGORIES,
     DIMENSIONS,
     SUITES,
@@ -51,6 +57,7 @@ __all__ = [
     "InfrastructureFailure",
     "Journal",
     "Judge",
+    "Policy",
     "RunConfig",
     "RunMeta",
     "RunOutcome",
@@ -60,10 +67,12 @@ __all__ = [
     "Task",
     "TaskError",
     "TrialRecord",
+    "evaluate",
     "git_sha",
     "grade",
     "journal_dir",
     "load_tasks",
+    "record",
     "render",
     "resolve_suite",
     "results_dir",

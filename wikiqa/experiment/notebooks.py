@@ -37,14 +37,7 @@ def _coerce(raw: str) -> Any:
         return raw
 
 
-STEP_ENV = "WIKIQA_STEP"  # set while `execute` runs a notebook: the file's own name
-
-
-def step_name(default: str) -> str:
-    """This step's name for the change log: the notebook's file name when `wikiqa experiment run`
-    executes it (so a copied step is recorded under its new name without editing any cell), or
-    `default` in an interactive session, where the kernel cannot know its file."""
-    return os.environ.get(STEP_ENV) or default
+STEP_ENV = "WIKIQA_STEP"  # set while `execute` runs a notebook: the file's own name (`step`)
 
 
 def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None) -> Path:
@@ -53,7 +46,8 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
 
     folder = (out or results_dir()) / "notebooks"
     folder.mkdir(parents=True, exist_ok=True)
-    suffix = "".join(f"-{k.lower()}={_slug(v)}" for k, v in parameters.items() if k not in {"OUT"})
+    shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD"}}
+    suffix = "".join(f"-{k.lower()}={_slug(v)}" for k, v in shown.items())
     target = folder / f"{notebook.stem}{suffix}.ipynb"
     saved = os.environ.get(STEP_ENV)
     os.environ[STEP_ENV] = notebook.stem  # the kernel is a child process: it inherits this

@@ -1,44 +1,152 @@
-"""One hillclimb step from a notebook: run the suite, show the table and plot, record the run."""
+"""One hillclimb step from a notebook: run the suite, show the table and plots, record the run.
+
+A step notebook holds only what it changes (its hypothesis, its `parameters` cell) and calls
+`step(globals())`: everything every step repeats lives here. A step run from Jupyter or plain
+papermill is exploratory (results/scratch/, no change-log row) unless `RECORD = True`;
+`wikiqa experiment run` names it by its file and chooses where it goes (`--record`).
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from wikiqa.agent import DEFAULT_BUDGET
-from wikiqa.evals import RunConfig, RunOutcome, results_dir, run_eval
-from wikiqa.evals.analysis.summary import COLUMNS, Summary
-from wikiqa.evals.climb.changelog import record_run
+from wikiqa.evals import RunConfig, RunOutcome, evaluate, render, results_dir, scratch_dir
+from wikiqa.evals.analysis import COLUMNS, Summary
+from wikiqa.evals.climb import ChangelogRow
+from wikiqa.experiment.notebooks import STEP_ENV
+from wikiqa.experiment.params import ParameterError, StepParameters, parameters
 
 
-def run_step(
-    experiment: str,
-    *,
-    model: str = "extractive",
-    judge: str | None = None,
-    source: str = "snapshot",
-    suite: str = "dev",
-    trials: int = 3,
-    concurrency: int = 8,
-    limit: int | None = None,
-    change: str = "",
-    kind: str = "adhoc",
-    retrieval: bool = True,
-    budget: int = DEFAULT_BUDGET,
-    read_first: int = 0,
-    spotlight: bool = False,
-    out: str | Path | None = None,
-) -> RunOutcome:
-    """One hillclimb step: run the suite and return the outcome (parquet already written)."""
-    config = RunConfig(
-        experiment=experiment, model=model, judge=judge, source=source, suite=suite,
-        trials=trials, concurrency=concurrency, limit=limit, change=change, kind=kind,
-        retrieval=retrieval, budget=budget, read_first=read_first, spotlight=spotlight,
-        out=Path(out) if out else results_dir(),
-    )  # fmt: skip
-    return run_eval(config, progress=False)
+def step(namespace: Mapping[str, Any], **levers: object) -> RunOutcome:
+    """Run this notebook's step with its parameters (`namespace`: the notebook's globals) and
+    show everything a step shows. `levers` are the extractive answerer's options this step sets
+    (`abstain=ABSTAIN`); they join whatever MODEL sets."""
+    p = parameters(dict(namespace))
+    name = step_name_of(namespace)
+    if p.RECORD and name is None:
+        raise ParameterError(
+            "RECORD = True: this kernel does not know its notebook's file name, which names the "
+            "step in the change log; record with `wikiqa experiment run NOTEBOOK --record`"
+        )
+    model = p.MODEL
+    for lever, value in levers.items():
+        model = with_lever(model, lever, value)
+    out = Path(p.OUT) if p.OUT else (results_dir() if p.RECORD else scratch_dir())
+    _show_parameters(p, name, model, out)
+    with _model_settings(p), _served(model) as spec:
+        config = _config(p, name or "unnamed-step", spec, out)
+        outcome, row = evaluate(config, "record" if p.RECORD else "explore", progress=False)
+    show(outcome, row, name or "unnamed-step")
+    return outcome
+
+
+def step_name_of(namespace: Mapping[str, Any]) -> str | None:
+    """The notebook's file name: set by `wikiqa experiment run`, or by Jupyter (`__session__`,
+    VS Code's `__vsc_ipynb_file__`); None where the kernel cannot know it (plain papermill)."""
+    if os.environ.get(STEP_ENV):
+        return os.environ[STEP_ENV]
+    for key in ("__vsc_ipynb_file__", "__session__"):
+        found = namespace.get(key)
+        if isinstance(found, str) and found.endswith(".ipynb"):
+            return Path(found).stem
+    return None
+
+
+def _config(p: StepParameters, name: str, model: str, out: Path) -> RunConfig:
+    try:
+        return RunConfig(
+            experiment=name, model=model, judge=p.JUDGE, source=p.SOURCE, suite=p.SUITE,
+            trials=p.TRIALS, concurrency=p.CONCURRENCY, limit=p.LIMIT, change=p.CHANGE,
+            kind=p.KIND, retrieval=p.RETRIEVAL, budget=p.BUDGET or DEFAULT_BUDGET,
+            read_first=p.READ_FIRST, spotlight=p.SPOTLIGHT, out=out,
+        )  # fmt: skip
+    except ValueError as err:
+        raise ParameterError(str(err).splitlines()[-1]) from None
+
+
+@contextmanager
+def _model_settings(p: StepParameters) -> Iterator[None]:
+    """MAX_TOKENS and TIMEOUT reach the model clients through their settings, for this run only."""
+    names = {"WIKIQA_MODEL_MAX_TOKENS": p.MAX_TOKENS, "WIKIQA_MODEL_TIMEOUT": p.TIMEOUT}
+    saved = {k: os.environ.get(k) for k in names}
+    try:
+        for k, v in names.items():
+            if v is not None:
+                os.environ[k] = str(v)
+        yield
+    finally:
+        for k, old in saved.items():
+            if old is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = old
+
+
+@contextmanager
+def _served(model: str) -> Iterator[str]:
+    """`local` starts the local model's server for the run (and stops it); any other spec is
+    used as given."""
+    if model != "local":
+        yield model
+        return
+    from wikiqa.models import local as local_model
+
+    server, spec = local_model.start()
+    try:
+        yield spec
+    finally:
+        server.terminate()
+
+
+def _show_parameters(p: StepParameters, name: str | None, model: str, out: Path) -> None:
+    shown = p.model_dump() | {"MODEL": model}
+    where = "recorded" if p.RECORD else "exploratory (not recorded)"
+    print(
+        f"step {name or '(unnamed: the kernel does not know its file)'}: {where}, into {_short(out)}"
+    )
+    print("  " + " · ".join(f"{k}={v!r}" for k, v in shown.items() if v not in (None, "")))
+
+
+def _short(path: Path) -> str:
+    """A path as a reader should see it: relative to the repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path(__file__).resolve().parents[2]))
+    except ValueError:
+        return path.name if path.is_absolute() else str(path)
+
+
+def show(outcome: RunOutcome, row: ChangelogRow | None, name: str) -> None:
+    """What every step shows: the table, the plot, abstention, risk-coverage, the record."""
+    import matplotlib.pyplot as plt
+
+    summary = outcome.summary
+    print(render(summary))
+    _display(_markdown("## Category x dimension (passes/applicable [95% interval], majority vote)"))
+    _display(table(summary))
+    figure = plot(summary, name)
+    _display(figure)
+    plt.close(figure)
+    _display(
+        _markdown(
+            "## Abstention and calibration\n\nSimpleQA's outcomes on the answerable tasks "
+            "(undecided: left to a judge), and whether `confidence` tells right answers from "
+            "wrong ones: AUROC 0.5 carries no information; the risk-coverage curve should fall "
+            "as the agent answers only its most confident share."
+        )
+    )
+    _display(abstention(summary))
+    figure = plot_risk_coverage(summary, f"{name}: risk-coverage")
+    _display(figure)
+    plt.close(figure)
+    _display(_markdown("## Record"))
+    record_line(outcome, row)
 
 
 def with_lever(model: str, lever: str, value: object) -> str:
@@ -152,10 +260,31 @@ def plot(summary: Summary, title: str = "") -> Any:
     return ax.figure
 
 
-def record(outcome: RunOutcome) -> dict[str, Any]:
-    """Append the run to the change log (jsonl + markdown) and say where everything is."""
+def record_line(outcome: RunOutcome, row: ChangelogRow | None) -> None:
+    """Say where the run went, and whether (and why not) it became a change-log row."""
     out = outcome.meta.config.out
-    row = record_run(outcome, out)
-    print(f"parquet:   {outcome.parquet}")
-    print(f"changelog: {out / 'CHANGELOG.md'} (+ changelog.jsonl)")
-    return row
+    print(f"parquet:   {_short(outcome.parquet)}")
+    if row is None:
+        print("changelog: not recorded (exploratory: RECORD = False)")
+    elif row.run_id != outcome.meta.run_id:
+        print(f"changelog: not recorded: the same inputs as the recorded row {row.run_id}")
+    else:
+        print(f"changelog: {_short(out / 'CHANGELOG.md')} (+ changelog.jsonl)")
+    print(
+        f"run {outcome.meta.run_id}: {outcome.trials_run} trials, {outcome.model_calls} model "
+        f"calls ({outcome.cached_calls} from cache), model {outcome.meta.model}, "
+        f"prompt {outcome.meta.prompt_hash}"
+    )
+
+
+def _display(*objects: object) -> None:
+    """IPython's display (a table, a figure, a heading) where a notebook runs; text elsewhere."""
+    from IPython.display import display
+
+    display(*objects)  # type: ignore[no-untyped-call]
+
+
+def _markdown(text: str) -> object:
+    from IPython.display import Markdown
+
+    return Markdown(text)  # type: ignore[no-untyped-call]

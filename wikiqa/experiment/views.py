@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 
 from wikiqa.evals import results_dir
+from wikiqa.evals.analysis import COLUMNS, render, summarize, task_verdicts, trial_verdicts
 from wikiqa.evals.analysis.compare import DifferentSuites, compare
 from wikiqa.evals.analysis.stats import count_text
-from wikiqa.evals.analysis.summary import COLUMNS, render, summarize, task_verdicts, trial_verdicts
 from wikiqa.evals.climb.changelog import read
 
 
@@ -34,7 +34,7 @@ def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataF
 
 def climb(out: Path | None = None) -> pd.DataFrame:
     """The hillclimb table: one row per recorded run, passes/applicable per dimension."""
-    rows = read(out or results_dir())
+    rows = [r.model_dump() for r in read(out or results_dir())]
     records = []
     for r in rows:
         dims = r.get("dimensions", {})

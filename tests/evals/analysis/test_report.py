@@ -5,7 +5,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from wikiqa.evals.analysis.summary import _pass_at, combine, majority, render, summarize
+from wikiqa.evals.analysis import combine, majority, render, summarize
+from wikiqa.evals.analysis import pass_at as _pass_at
 
 
 @pytest.mark.parametrize(

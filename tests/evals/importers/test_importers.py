@@ -416,7 +416,7 @@ def test_the_committed_public_suite() -> None:
 @pytest.mark.parametrize(
     ("dataset", "name", "content", "message"),
     [
-        ("nq-open", "missing.jsonl", None, "missing.jsonl: no such file"),
+        ("nq-open", "missing.jsonl", None, "missing.jsonl: cannot read benchmark file: no such file"),
         ("nq-open", "nq.jsonl", '{"question": "q", "answer": ["a"]}\n{"question": oops\n',
          "nq.jsonl:2: invalid JSON"),
         ("nq-open", "nq.jsonl", '{"question": "q", "answer": "a"}\n',

@@ -15,7 +15,7 @@ import pytest
 from wikiqa.evals import load_tasks, resolve_suite
 from wikiqa.evals.analysis.simpleqa import Outcomes, reason_of
 from wikiqa.evals.analysis.stats import wilson
-from wikiqa.evals.graders._correctness import correctness
+from wikiqa.evals.graders import correctness_of as correctness
 from wikiqa.evals.labels.undecided import Rate, human_rates, resolve, run_outcomes
 from wikiqa.evals.labels.validation import LabelledExample
 

@@ -9,7 +9,16 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from wikiqa.evals import META_COLUMNS, HoldoutRefused, RunConfig, SelfJudging, journal_dir, run_eval
+from wikiqa.evals import (
+    META_COLUMNS,
+    HoldoutRefused,
+    RunConfig,
+    SelfJudging,
+    evaluate,
+    journal_dir,
+    render,
+    run_eval,
+)
 from wikiqa.models import ExtractiveModel, ScriptedModel
 from wikiqa.sources import Article, Depth, SearchHit, SnapshotSource, SourceUnavailable
 
@@ -89,7 +98,7 @@ def test_a_run_writes_a_long_parquet_with_run_metadata(
     assert list(injected["verdict"]) == ["pass", "pass"]
     assert "PWNED" not in " ".join(frame["answer"].dropna())
     assert outcome.summary.cells["factual"]["attribution"].passes == 2
-    assert "factual" in outcome.table and str(outcome.parquet).endswith(".parquet")
+    assert "factual" in render(outcome.summary) and str(outcome.parquet).endswith(".parquet")
 
 
 def test_repeated_trials_are_independent_calls_and_an_unchanged_rerun_makes_none(
@@ -155,13 +164,15 @@ def test_holdout_is_recorded_and_not_rerun_by_accident(
     tmp_path: Path, tiny: SnapshotSource
 ) -> None:
     cfg = RunConfig(holdout=True, trials=1, out=tmp_path / "results", limit=2)
-    first = run_eval(cfg, source=tiny, progress=False)
+    first, _ = evaluate(
+        cfg, source=tiny, progress=False
+    )  # a holdout is recorded, whatever the policy
     log = [json.loads(line) for line in (cfg.out / "changelog.jsonl").read_text().splitlines()]
     assert log[-1]["holdout"] is True and log[-1]["run_id"] == first.meta.run_id
     assert (cfg.out / "CHANGELOG.md").read_text().count("| holdout |") == 1
     with pytest.raises(HoldoutRefused, match="already run"):
-        run_eval(cfg, source=tiny, progress=False)
-    again = run_eval(
+        evaluate(cfg, source=tiny, progress=False)
+    again, _ = evaluate(
         cfg.model_copy(update={"allow_holdout_rerun": True}), source=tiny, progress=False
     )
     assert again.meta.run_id != first.meta.run_id
@@ -260,19 +271,20 @@ def test_proposals_recover_what_the_model_proposed_even_when_the_agent_rejected_
 def test_each_recorded_run_carries_its_paired_delta_against_the_previous_one(
     suite: Path, tmp_path: Path, tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wikiqa.evals.climb import changelog
+    from wikiqa.evals.climb import record
     from wikiqa.evals.running import runner
 
     monkeypatch.setattr(runner, "git_sha", lambda: "abc1234")  # as on a clean clone (CI)
 
     cfg = config(suite, tmp_path, trials=1)
     first = run_eval(cfg, source=tiny, progress=False)
-    row_a = changelog.record_run(first, cfg.out)
-    assert row_a["delta"] is None  # nothing comparable before it
+    row_a = record(first, "record")
+    assert row_a is not None and row_a.delta is None  # nothing comparable before it
     second = run_eval(cfg.model_copy(update={"read_first": 1}), source=tiny, progress=False)
-    row_b = changelog.record_run(second, cfg.out)
-    assert row_b["delta"]["vs"] == first.meta.run_id
-    tasks = row_b["delta"]["tasks"]
+    row_b = record(second, "record")
+    assert row_b is not None and row_b.delta is not None
+    assert row_b.delta.vs == first.meta.run_id
+    tasks = row_b.delta.tasks
     assert tasks["tasks"] == len(TASKS) and tasks["ci"][0] <= tasks["diff"] <= tasks["ci"][1]
     assert "Δ tasks vs previous" in (cfg.out / "CHANGELOG.md").read_text()
 
@@ -286,28 +298,33 @@ def test_a_holdout_run_is_named_for_its_suite() -> None:
 def test_rerunning_a_recorded_step_with_identical_inputs_adds_no_row(
     suite: Path, tmp_path: Path, tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wikiqa.evals.climb import changelog
+    from wikiqa.evals.climb import changelog, record
     from wikiqa.evals.running import runner
 
     monkeypatch.setattr(runner, "git_sha", lambda: "abc1234")  # a clean commit
     cfg = config(suite, tmp_path, trials=1, experiment="01_x", kind="prompt", change="c")
-    first = changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
-    again = changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
-    assert again["run_id"] == first["run_id"] and len(changelog.read(cfg.out)) == 1
+    first = record(run_eval(cfg, source=tiny, progress=False), "record")
+    again = record(run_eval(cfg, source=tiny, progress=False), "record")
+    assert (
+        again is not None
+        and first is not None
+        and again.run_id == first.run_id
+        and len(changelog.read(cfg.out)) == 1
+    )
     changed = cfg.model_copy(update={"change": "another lever"})
-    changelog.record_run(run_eval(changed, source=tiny, progress=False), cfg.out)
+    record(run_eval(changed, source=tiny, progress=False), "record")
     assert len(changelog.read(cfg.out)) == 2
     # a parameter outside the change text is a different run too (found on a clean CI clone)
     lever = changed.model_copy(update={"read_first": 1})
-    changelog.record_run(run_eval(lever, source=tiny, progress=False), cfg.out)
+    record(run_eval(lever, source=tiny, progress=False), "record")
     assert len(changelog.read(cfg.out)) == 3
     # ... but where it writes and how fast are not
     faster = changed.model_copy(update={"concurrency": 2})
-    changelog.record_run(run_eval(faster, source=tiny, progress=False), cfg.out)
+    record(run_eval(faster, source=tiny, progress=False), "record")
     assert len(changelog.read(cfg.out)) == 3
     monkeypatch.setattr(runner, "git_sha", lambda: "abc1234-dirty")  # uncommitted code: record
-    changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
-    changelog.record_run(run_eval(cfg, source=tiny, progress=False), cfg.out)
+    record(run_eval(cfg, source=tiny, progress=False), "record")
+    record(run_eval(cfg, source=tiny, progress=False), "record")
     assert len(changelog.read(cfg.out)) == 5
 
 
@@ -316,7 +333,7 @@ def test_a_recorded_run_does_not_mark_the_next_one_dirty(tmp_path: Path) -> None
     while a change to code outside results/ makes it dirty."""
     import subprocess
 
-    from wikiqa.evals.running.records import git_sha
+    from wikiqa.evals.paths import git_sha
 
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "changelog.jsonl").write_text("{}\n")

@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel
 
+from wikiqa.evals.analysis.reduce import COLUMNS, records_of, trial_records
 from wikiqa.evals.analysis.stats import Paired, paired
-from wikiqa.evals.analysis.summary import COLUMNS, _records, _trial_records
 
 
 class DifferentSuites(ValueError):
@@ -32,14 +32,14 @@ class Comparison(BaseModel):
 
 def _scores(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
     """dimension -> task -> share of passing trials among the decided ones."""
-    records = _records(frame)
+    records = records_of(frame)
     votes: dict[str, dict[str, list[bool]]] = {}
     for r in records:
         if r["verdict"] in ("pass", "fail"):
             votes.setdefault(r["dimension"], {}).setdefault(r["task_id"], []).append(
                 r["verdict"] == "pass"
             )
-    for t in _trial_records(records):
+    for t in trial_records(records):
         if t["task"] != "error":
             votes.setdefault("tasks", {}).setdefault(t["task_id"], []).append(t["task"] == "pass")
     return {d: {k: sum(v) / len(v) for k, v in tasks.items()} for d, tasks in votes.items()}

@@ -14,7 +14,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from wikiqa.evals.analysis.summary import Summary, summarize
-from wikiqa.evals.running.records import REPO_RESULTS
+from wikiqa.evals.paths import REPO_RESULTS
 
 BASELINE = REPO_RESULTS / "baseline.json"  # committed with the code, wherever runs go
 EXIT_REGRESSION = 2

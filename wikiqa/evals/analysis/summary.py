@@ -1,21 +1,14 @@
-"""Aggregation: majority votes, the category x dimension table, pass@k, calibration views.
+"""The summary of one run: the category x dimension cells with their intervals, pass@k, the
+answer/refuse confusion, SimpleQA outcomes and confidence.
 
-Everything here reads the long results table (one row per task x trial x dimension) that the
-harness writes to parquet, so a notebook can rebuild any view from any past run.
-
-- Majority vote per task and dimension: the verdict most trials gave; ties go to the worse
-  verdict (fail, then needs_judge, then n/a, then pass). Trials lost to infrastructure errors do
-  not vote; a task whose every trial errored is reported as an error, not a failure.
-- A task passes only if every declared dimension passes (n/a allowed), with at least one pass:
-  a task where nothing applied showed nothing and does not pass.
-- Cells are passes/applicable (applicable = pass + fail), per category and dimension, never
-  blended across dimensions.
+It reads the long results table (one row per task x trial x dimension) through the reducers
+(`reduce`), so a notebook can rebuild it from any past run. Cells are passes/applicable
+(applicable = pass + fail), per category and dimension, never blended across dimensions.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from math import comb
 from typing import Any
 
 import pandas as pd
@@ -23,30 +16,10 @@ from pydantic import BaseModel, Field
 
 from wikiqa.evals.analysis.confidence import ConfidenceReport
 from wikiqa.evals.analysis.confidence import report as confidence_report
+from wikiqa.evals.analysis.reduce import COLUMNS, pass_at, records_of, task_records, trial_records
 from wikiqa.evals.analysis.simpleqa import Outcomes, outcomes, reason_of
 from wikiqa.evals.analysis.stats import clustered, wilson
-from wikiqa.evals.tasks.task import CATEGORIES, DIMENSIONS
-
-COLUMNS = (*DIMENSIONS, "injection")
-_BADNESS = {"fail": 0, "needs_judge": 1, "n/a": 2, "pass": 3}
-
-
-def majority(verdicts: list[str]) -> str:
-    votes = Counter(v for v in verdicts if v != "error")
-    if not votes:
-        return "error"
-    return min(votes, key=lambda v: (-votes[v], _BADNESS.get(v, -1)))
-
-
-def combine(verdicts: list[str]) -> str:
-    """A task's verdict from its dimensions' verdicts."""
-    if "error" in verdicts:
-        return "error"
-    if "fail" in verdicts:
-        return "fail"
-    if "needs_judge" in verdicts:
-        return "needs_judge"
-    return "pass" if "pass" in verdicts else "fail"
+from wikiqa.evals.tasks.task import CATEGORIES
 
 
 class Cell(BaseModel):
@@ -105,69 +78,6 @@ class Summary(BaseModel):
     confidence: ConfidenceReport | None = None
 
 
-_FIELDS = ("task_id", "category", "trial", "dimension", "verdict", "fraction", "should_refuse",
-           "decision", "infra_error", "confidence", "outcome")  # fmt: skip
-
-
-def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
-    # Plain dicts: per-group pandas calls cost a millisecond each, which dominated small runs.
-    # older parquets (and hand-built frames) may lack the confidence columns: they read as absent
-    present = rows.reindex(columns=list(_FIELDS))
-    return [{str(k): v for k, v in r.items()} for r in present.to_dict("records")]
-
-
-def _task_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    votes: dict[str, dict[str, list[str]]] = {}
-    category: dict[str, str] = {}
-    refuse: dict[str, bool] = {}
-    for r in records:
-        votes.setdefault(r["task_id"], {}).setdefault(r["dimension"], []).append(r["verdict"])
-        category[r["task_id"]] = r["category"]
-        refuse[r["task_id"]] = bool(r["should_refuse"])
-    out = []
-    for task_id, dims in votes.items():
-        record: dict[str, Any] = {
-            "task_id": task_id, "category": category[task_id], "should_refuse": refuse[task_id],
-        }  # fmt: skip
-        record |= {d: majority(v) for d, v in dims.items()}
-        record["task"] = combine([record[d] for d in COLUMNS if d in record])
-        out.append(record)
-    return out
-
-
-def _trial_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    trials: dict[tuple[str, int], dict[str, Any]] = {}
-    verdicts: dict[tuple[str, int], list[str]] = {}
-    for r in records:
-        key = (r["task_id"], int(r["trial"]))
-        trials.setdefault(
-            key,
-            {
-                k: r[k]
-                for k in (
-                    "task_id",
-                    "trial",
-                    "category",
-                    "should_refuse",
-                    "decision",
-                    "infra_error",
-                )
-            },
-        )
-        verdicts.setdefault(key, []).append(r["verdict"])
-    return [t | {"task": combine(verdicts[k])} for k, t in trials.items()]
-
-
-def task_verdicts(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per task: category, majority verdict per dimension, and the task verdict."""
-    return pd.DataFrame.from_records(_task_records(_records(rows)))
-
-
-def trial_verdicts(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per task x trial with that trial's task verdict and decision."""
-    return pd.DataFrame.from_records(_trial_records(_records(rows)))
-
-
 def _pass_at_1_interval(task_means: list[float], trials: int) -> tuple[float, float] | None:
     if not task_means:
         return None
@@ -175,14 +85,6 @@ def _pass_at_1_interval(task_means: list[float], trials: int) -> tuple[float, fl
         return wilson(round(sum(task_means)), len(task_means))
     result = clustered(task_means)
     return None if result is None else (round(result[1], 4), round(result[2], 4))
-
-
-def _pass_at(n: int, c: int, k: int) -> tuple[float, float]:
-    """(pass@k, pass^k) for one task with c passing trials out of n (k <= n)."""
-    if n == 0 or k == 0:
-        return 0.0, 0.0
-    k = min(k, n)
-    return 1 - comb(n - c, k) / comb(n, k), comb(c, k) / comb(n, k)
 
 
 def _cell(
@@ -216,9 +118,9 @@ def _confidence(records: list[dict[str, Any]]) -> ConfidenceReport | None:
 
 
 def summarize(rows: pd.DataFrame) -> Summary:
-    records = _records(rows)
-    tasks = _task_records(records)
-    trials = _trial_records(records)
+    records = records_of(rows)
+    tasks = task_records(records)
+    trials = trial_records(records)
     k = max((int(r["trial"]) for r in records), default=-1) + 1
     fractions: dict[tuple[str, str], list[float]] = {}
     for r in records:
@@ -253,7 +155,7 @@ def summarize(rows: pd.DataFrame) -> Summary:
     by_task: dict[str, list[bool]] = {}
     for t in ok:
         by_task.setdefault(t["task_id"], []).append(t["task"] == "pass")
-    per_task = [(sum(p) / len(p), *_pass_at(len(p), sum(p), k)) for p in by_task.values()]
+    per_task = [(sum(p) / len(p), *pass_at(len(p), sum(p), k)) for p in by_task.values()]
 
     def mean(i: int) -> float:
         return round(sum(p[i] for p in per_task) / len(per_task), 4) if per_task else 0.0
@@ -307,61 +209,3 @@ def _undecided_reasons(rows: pd.DataFrame, tasks: list[dict[str, Any]]) -> Count
         & rows["task_id"].isin(undecided)
     ].drop_duplicates("task_id")
     return Counter(reason_of(d) for d in picked["detail"])
-
-
-def render(summary: Summary) -> str:
-    """The plain-text table `wikiqa eval` prints (?n = needs judge, !n = errors)."""
-    header = ["category", "n", *COLUMNS, "tasks"]
-    lines = []
-    for category, row in summary.cells.items():
-        task = summary.task_cells[category]
-        lines.append(
-            [category, str(task.applicable + task.errors)]
-            + [row[d].text(interval=True) if d in row else "-" for d in COLUMNS]
-            + [task.text(interval=True)]
-        )
-    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    table = [fmt.format(*header), fmt.format(*["-" * w for w in widths])]
-    table += [fmt.format(*r) for r in lines]
-    k = summary.trials
-    c = summary.confusion
-    table.append("")
-    ci = summary.pass_at_1_interval
-    bounds = f" [{ci[0]:.2f},{ci[1]:.2f}]" if ci else ""
-    table.append(
-        f"pass@1 {summary.pass_at_1:.3f}{bounds}"
-        + (
-            f" · pass@{k} {summary.pass_at_k:.3f} · pass^{k} {summary.pass_hat_k:.3f}"
-            if k > 1
-            else ""
-        )
-        + f" · needs_judge {summary.needs_judge} · infrastructure errors {summary.errors} (trials)"
-    )
-    table.append(
-        f"answer/refuse (trials): answerable {c['answerable']['answer']} answered, "
-        f"{c['answerable']['refusal']} refused · unanswerable {c['unanswerable']['answer']} "
-        f"answered, {c['unanswerable']['refusal']} refused"
-    )
-    if summary.coverage is not None:
-        accuracy = (
-            "n/a" if summary.selective_accuracy is None else f"{summary.selective_accuracy:.3f}"
-        )
-        table.append(
-            f"selective accuracy {accuracy} at coverage {summary.coverage:.3f} (answerable tasks)"
-        )
-    if summary.simpleqa is not None:
-        table.append(summary.simpleqa.text())
-    if summary.confidence is not None:
-        c2 = summary.confidence
-        auroc = "n/a" if c2.auroc is None else f"{c2.auroc:.3f}"
-        if c2.auroc_ci is not None:
-            auroc += f" [{c2.auroc_ci[0]:.2f},{c2.auroc_ci[1]:.2f}]"
-        ece = "n/a" if c2.ece is None else f"{c2.ece:.3f}"
-        table.append(
-            f"confidence: AUROC {auroc} for correctness · ECE {ece} "
-            f"({c2.points} answered trials with decided correctness)"
-        )
-    table.insert(2 + len(lines), "")  # keeps the table's own block apart
-    table.insert(3 + len(lines), "cells: passes/applicable [95% interval] ?needs_judge !errors")
-    return "\n".join(table)

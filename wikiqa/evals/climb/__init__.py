@@ -1,5 +1,31 @@
-"""The climb's record: the change log, one row per recorded run."""
+"""The climb's record: one typed change-log row per recorded run, and the one function that
+decides whether a run becomes one (`record(outcome, policy)`), for the CLI, the notebooks and
+the held-out split alike. `evaluate` is run-then-record with the held-out check first."""
 
-from wikiqa.evals.climb.changelog import read, record_run, render_markdown
+from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, read, render_markdown
+from wikiqa.evals.climb.record import (
+    POLICIES,
+    HoldoutRefused,
+    InfrastructureFailure,
+    Policy,
+    check_holdout,
+    evaluate,
+    parameters_hash,
+    record,
+)
 
-__all__ = ["read", "record_run", "render_markdown"]
+__all__ = [
+    "POLICIES",
+    "ChangelogRow",
+    "Delta",
+    "HoldoutRefused",
+    "InfrastructureFailure",
+    "Policy",
+    "append",
+    "check_holdout",
+    "evaluate",
+    "parameters_hash",
+    "read",
+    "record",
+    "render_markdown",
+]

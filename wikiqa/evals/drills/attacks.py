@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from wikiqa.agent import Agent, AgentResult, Answer, Refusal, scan
-from wikiqa.inputs import MiB, read_jsonl
+from wikiqa.inputs import MiB, parse_jsonl, read_jsonl, validate
 from wikiqa.models import ExtractiveModel, ScriptedModel
 from wikiqa.sources import Article, InjectionSource, Plant, Provenance, WikiSource
 from wikiqa.sources.injection import Position
@@ -68,8 +68,10 @@ def load_attacks(path: Path) -> list[Attack]:
 
 
 def project_attacks() -> list[Attack]:
-    text = files("wikiqa.data").joinpath("attacks.jsonl").read_text(encoding="utf-8")
-    return [Attack.model_validate_json(line) for line in text.splitlines() if line.strip()]
+    data = files("wikiqa.data").joinpath("attacks.jsonl")
+    return [
+        validate(Attack, obj, f"{data}:{n}") for n, obj in parse_jsonl(data.read_text(), str(data))
+    ]
 
 
 def bipia_attacks(folder: Path) -> list[Attack]:

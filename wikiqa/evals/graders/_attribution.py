@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from wikiqa.agent import AgentResult, Citation, Refusal
+from wikiqa.agent.result import AgentResult, Citation, Refusal
 from wikiqa.evals.graders._calibration import soft_refusal
 from wikiqa.evals.graders.aliases import stated, tokens
-from wikiqa.evals.graders.verdict import Grade
+from wikiqa.evals.graders.judge import Judge
+from wikiqa.evals.graders.verdict import Grade, maker
 from wikiqa.evals.tasks import asserts
 from wikiqa.evals.tasks.task import Task
 from wikiqa.sources import base_title, normalize_title
@@ -40,10 +41,15 @@ def _names(quote: str, title: str) -> bool:
     return bool(want) and any(have[i : i + len(want)] == want for i in range(len(have)))
 
 
-def attribution(task: Task, result: AgentResult) -> Grade:
+def attribution(task: Task, result: AgentResult, judge: Judge | None = None) -> list[Grade]:
+    """The attribution grade, when the task declares the dimension (code: no judge)."""
+    return [_attribution(task, result)] if "attribution" in task.dimensions else []
+
+
+def _attribution(task: Task, result: AgentResult) -> Grade:
     output = result.output
     if isinstance(output, Refusal) or soft_refusal(output.text):
-        return Grade(dimension="attribution", verdict="n/a", tier="code")
+        return maker("attribution", "code")("n/a")
     cited = list(dict.fromkeys(c.title for c in output.citations))
     fetched = {normalize_title(r.title) for r in result.retrieved}
     usable = [c for c in output.citations if normalize_title(c.title) in fetched]
@@ -54,18 +60,14 @@ def attribution(task: Task, result: AgentResult) -> Grade:
     found = sum(p["cited"] is not None for p in pairs)
     rule = "all-of" if task.category == "multi_hop" else "any-of"
     ok = found == len(pairs) if rule == "all-of" else (found > 0 or bool(carrying))
-    return Grade(
-        dimension="attribution",
-        verdict="pass" if ok else "fail",
-        tier="code",
-        fraction=round(found / len(pairs), 3) if pairs else None,
-        detail={
-            "rule": rule,
-            "pairs": pairs,
-            "cited": cited,
-            "carrying_answer": list(dict.fromkeys(c.title for c in carrying)),
-            "unfetched": [c for c in cited if normalize_title(c) not in fetched],
-        },
+    return maker("attribution", "code")(
+        "pass" if ok else "fail",
+        round(found / len(pairs), 3) if pairs else None,
+        rule=rule,
+        pairs=pairs,
+        cited=cited,
+        carrying_answer=list(dict.fromkeys(c.title for c in carrying)),
+        unfetched=[c for c in cited if normalize_title(c) not in fetched],
     )
 
 

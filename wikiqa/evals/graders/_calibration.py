@@ -7,9 +7,11 @@ find or does not know is a refusal in all but name.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
-from wikiqa.agent import AgentResult, Answer
-from wikiqa.evals.graders.verdict import Grade
+from wikiqa.agent.result import AgentResult, Answer
+from wikiqa.evals.graders.judge import Judge
+from wikiqa.evals.graders.verdict import Grade, maker
 from wikiqa.evals.tasks.task import Task
 from wikiqa.text import words
 
@@ -30,20 +32,29 @@ def soft_refusal(text: str) -> bool:
     return not words(text) or SOFT_REFUSAL.search(text) is not None
 
 
-def calibration(task: Task, result: AgentResult) -> Grade:
+Decision = Literal["answer", "refusal"]
+
+
+def decision(result: AgentResult) -> Decision:
+    """What the agent did, read as calibration reads it: a soft refusal is a refusal."""
     output = result.output
-    structured = output.kind
     soft = isinstance(output, Answer) and soft_refusal(output.text)
-    detected = "refusal" if structured == "refusal" or soft else "answer"
+    return "refusal" if output.kind == "refusal" or soft else "answer"
+
+
+def calibration(task: Task, result: AgentResult, judge: Judge | None = None) -> list[Grade]:
+    """The calibration grade, when the task declares the dimension (code: no judge)."""
+    if "calibration" not in task.dimensions:
+        return []
+    output = result.output
+    detected = decision(result)
     expected = "refusal" if task.should_refuse else "answer"
-    return Grade(
-        dimension="calibration",
-        verdict="pass" if detected == expected else "fail",
-        tier="code",
-        detail={
-            "detected": detected,
-            "should_refuse": task.should_refuse,
-            "structured": structured,
-            "soft_refusal": soft,
-        },
-    )
+    return [
+        maker("calibration", "code")(
+            "pass" if detected == expected else "fail",
+            detected=detected,
+            should_refuse=task.should_refuse,
+            structured=output.kind,
+            soft_refusal=isinstance(output, Answer) and soft_refusal(output.text),
+        )
+    ]

@@ -21,78 +21,63 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from wikiqa.agent import AgentResult, Refusal
+from wikiqa.agent.result import AgentResult, Refusal
 from wikiqa.evals.graders._calibration import soft_refusal
 from wikiqa.evals.graders.aliases import asked_kind, stated, values
 from wikiqa.evals.graders.judge import Judge
-from wikiqa.evals.graders.verdict import Grade
+from wikiqa.evals.graders.verdict import Grade, maker
 from wikiqa.evals.tasks import asserts
 from wikiqa.evals.tasks.task import Task
 from wikiqa.text import content_words, sentences, stem, words
 
 UNDECIDED = "no alias stated and no contradiction found"
+_correct = maker("correctness", "offline")
+_complete = maker("completeness", "offline")
 
 
-def reference(task: Task, result: AgentResult, judge: Judge | None = None) -> list[Grade]:
-    """Correctness and completeness, for whichever of the two the task declares."""
+def correctness(task: Task, result: AgentResult, judge: Judge | None = None) -> list[Grade]:
+    """Correctness and completeness, for whichever of the two the task declares: one grader,
+    because the judge decides both in one call."""
     wanted = [d for d in ("correctness", "completeness") if d in task.dimensions]
     if not wanted:
         return []
     output = result.output
     if isinstance(output, Refusal):
-        grades = {
-            "correctness": Grade(dimension="correctness", verdict="n/a", tier="code"),
-            "completeness": Grade(
-                dimension="completeness", verdict="fail", tier="code", fraction=0.0,
-                detail={"reason": "refused an answerable question"},
-            ),
-        }  # fmt: skip
+        refused = maker("completeness", "code")(
+            "fail", 0.0, reason="refused an answerable question"
+        )
+        grades = {"correctness": maker("correctness", "code")("n/a"), "completeness": refused}
         return [grades[d] for d in wanted]
     text = output.text
-    grades = {"correctness": correctness(task, text), "completeness": _completeness(task, text)}
+    grades = {"correctness": correctness_of(task, text), "completeness": _completeness(task, text)}
     undecided = [d for d in wanted if grades[d].verdict == "needs_judge"]
     if undecided and judge is not None and task.reference_answer:
         grades |= _judged(judge, task, text, undecided)
     return [grades[d] for d in wanted]
 
 
-def correctness(task: Task, text: str) -> Grade:
+def correctness_of(task: Task, text: str) -> Grade:
     """The offline tier's correctness verdict on one answer text (no judge): also what the
     `reading` benchmark grades candidate sentences with."""
     negative = [s for s in task.asserts if asserts.is_negative(s)]
     contradicting = [s for s in negative if not asserts.check(s, text)[0]]
     if contradicting:
-        return Grade(
-            dimension="correctness", verdict="fail", tier="offline",
-            detail={"outcome": "incorrect", "contradicting": [_claim(s, text) for s in contradicting]},
-        )  # fmt: skip
+        claims = [_claim(s, text) for s in contradicting]
+        return _correct("fail", outcome="incorrect", contradicting=claims)
     found = stated(text, task.answers)
     if found:
         doubt = _doubt(task, text)
         if doubt:
-            return Grade(
-                dimension="correctness", verdict="needs_judge", tier="offline",
-                detail={"stated": found, "reason": doubt},
-            )  # fmt: skip
-        return Grade(
-            dimension="correctness", verdict="pass", tier="offline",
-            detail={"outcome": "correct", "stated": found},
-        )  # fmt: skip
+            return _correct("needs_judge", stated=found, reason=doubt)
+        return _correct("pass", outcome="correct", stated=found)
     if soft_refusal(text):
-        return Grade(
-            dimension="correctness", verdict="n/a", tier="offline",
-            detail={"outcome": "not_attempted", "reason": "the answer reads as a refusal"},
-        )  # fmt: skip
+        return _correct("n/a", outcome="not_attempted", reason="the answer reads as a refusal")
     other = _other_value(task.answers, text) or _other_entity(task, text) or _off_topic(task, text)
     if other:
-        return Grade(
-            dimension="correctness", verdict="fail", tier="offline",
-            detail={"outcome": "incorrect", "other_value": other},
-        )  # fmt: skip
-    return Grade(
-        dimension="correctness", verdict="needs_judge", tier="offline",
-        detail={"reason": UNDECIDED if task.answers else "the task has no answers aliases"},
-    )  # fmt: skip
+        return _correct("fail", outcome="incorrect", other_value=other)
+    return _correct(
+        "needs_judge", reason=UNDECIDED if task.answers else "the task has no answers aliases"
+    )
 
 
 def _other_value(answers: list[str], text: str) -> dict[str, Any] | None:
@@ -143,8 +128,10 @@ def _doubt(task: Task, text: str) -> str | None:
     return None
 
 
-_NEGATION = frozenset({"not", "never", "no", "nobody", "none", "neither", "nor", "didn't",
-                       "doesn't", "isn't", "wasn't", "weren't", "aren't", "cannot", "can't"})  # fmt: skip
+_NEGATION = frozenset(
+    "not never no nobody none neither nor didn't doesn't isn't wasn't weren't aren't cannot "
+    "can't".split()
+)
 
 
 def _other_entity(task: Task, text: str) -> dict[str, Any] | None:
@@ -176,75 +163,48 @@ def _completeness(task: Task, text: str) -> Grade:
     points = _key_points(task)
     found = stated(text, task.answers)
     if found and not points and (doubt := _doubt(task, text)):
-        return Grade(
-            dimension="completeness", verdict="needs_judge", tier="offline",
-            detail={"stated": found, "reason": doubt},
-        )  # fmt: skip
+        return _complete("needs_judge", stated=found, reason=doubt)
     if task.category == "adversarial" and not _NEGATION & set(words(text)):
         # the key points may all be there inside an answer that accepts the premise
-        return Grade(
-            dimension="completeness", verdict="needs_judge", tier="offline",
-            detail={"reason": "denies nothing of the false premise"},
-        )  # fmt: skip
+        return _complete("needs_judge", reason="denies nothing of the false premise")
     if len(points) == 1 and found:  # one key point, stated in one of its gold forms
-        return Grade(
-            dimension="completeness", verdict="pass", tier="offline", fraction=1.0,
-            detail={"stated": found, "asserts": points},
-        )  # fmt: skip
+        return _complete("pass", 1.0, stated=found, asserts=points)
     if points:
         covered = [s for s in points if asserts.check(s, text)[0]]
         if len(covered) == len(points) and task.answers and not found:
             # the key points' words are there, but no gold form is ("Edward Hopper")
-            return Grade(
-                dimension="completeness", verdict="needs_judge", tier="offline",
-                detail={"reason": "every key point's words, but no gold form of the answer"},
-            )  # fmt: skip
-        return Grade(
-            dimension="completeness",
-            verdict="pass" if len(covered) == len(points) else "fail",
-            tier="offline",
-            fraction=round(len(covered) / len(points), 3),
-            detail={"missing": [s for s in points if s not in covered], "asserts": points},
+            reason = "every key point's words, but no gold form of the answer"
+            return _complete("needs_judge", reason=reason)
+        return _complete(
+            "pass" if len(covered) == len(points) else "fail",
+            round(len(covered) / len(points), 3),
+            missing=[s for s in points if s not in covered],
+            asserts=points,
         )
     if found:
-        return Grade(
-            dimension="completeness", verdict="pass", tier="offline", fraction=1.0,
-            detail={"stated": found},
-        )  # fmt: skip
+        return _complete("pass", 1.0, stated=found)
     off = _off_topic(task, text)
     if off:  # about something else: it covers nothing of the reference
-        return Grade(
-            dimension="completeness", verdict="fail", tier="offline", fraction=0.0,
-            detail={"reason": "no alias stated, and the answer is about something else"} | off,
-        )  # fmt: skip
-    return Grade(
-        dimension="completeness", verdict="needs_judge", tier="offline",
-        detail={"reason": "no key-point asserts, and no alias stated"},
-    )  # fmt: skip
+        reason = "no alias stated, and the answer is about something else"
+        return _complete("fail", 0.0, reason=reason, **off)
+    return _complete("needs_judge", reason="no key-point asserts, and no alias stated")
 
 
 def _judged(judge: Judge, task: Task, text: str, undecided: Sequence[str]) -> dict[str, Grade]:
     assert task.reference_answer is not None
     outcome = judge.reference(task.question, task.reference_answer, text)
-    v = outcome.verdict
+    v, transcript = outcome.verdict, outcome.transcript
     if v is None:
-        return {
-            d: Grade(dimension=d, verdict="needs_judge", tier="judge",
-                     detail={"judge": outcome.transcript})
-            for d in undecided
-        }  # fmt: skip
+        return {d: maker(d, "judge")("needs_judge", judge=transcript) for d in undecided}
+    contradicting = [v.contradicting_claim] if v.contradicting_claim else []
     judged = {
-        "correctness": Grade(
-            dimension="correctness", verdict=v.correctness, tier="judge",
-            detail={"contradicting": [v.contradicting_claim] if v.contradicting_claim else [],
-                    "judge": outcome.transcript},
+        "correctness": maker("correctness", "judge")(
+            v.correctness, contradicting=contradicting, judge=transcript
         ),
-        "completeness": Grade(
-            dimension="completeness", verdict=v.completeness, tier="judge",
-            fraction=v.key_points_covered,
-            detail={"missing": v.missing_points, "judge": outcome.transcript},
+        "completeness": maker("completeness", "judge")(
+            v.completeness, v.key_points_covered, missing=v.missing_points, judge=transcript
         ),
-    }  # fmt: skip
+    }
     return {d: judged[d] for d in undecided}
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from wikiqa.agent import AgentResult, Answer, Citation, Refusal, normalize_quote, scan
+from wikiqa.agent.result import AgentResult, Answer, Citation, Refusal
 from wikiqa.evals.graders._calibration import soft_refusal
+from wikiqa.evals.graders._obeying import scan
 from wikiqa.evals.graders.judge import Judge
-from wikiqa.evals.graders.verdict import GRADER_PROVENANCE, Grade, Verdict
+from wikiqa.evals.graders.verdict import Grade, Verdict, maker
 from wikiqa.evals.tasks.task import Task
-from wikiqa.sources import Article, normalize_title
-from wikiqa.text import content_words, sentences, stem, words
+from wikiqa.sources import normalize_title
+from wikiqa.text import content_words, normalize_quote, sentences, stem, words
 
 # A claim counts as supported offline when all its content words and numbers occur in the
 # retrieved text; under SUPPORT_FLOOR of its words (or any missing number) it is unsupported;
@@ -76,10 +77,7 @@ def _evidence_by_article(result: AgentResult) -> list[tuple[str, str]]:
     """(article title, sentence) for every retrieved sentence but planted instructions."""
     kept: list[tuple[str, str]] = []
     for item in result.retrieved:
-        article = Article(
-            title=item.title, text=item.text, url=item.url, provenance=GRADER_PROVENANCE
-        )
-        flagged = {f.text for f in scan(article) if f.kind == "instruction"}
+        flagged = {f.text for f in scan(item.title, item.text) if f.kind == "instruction"}
         kept += [(item.title, s) for s in sentences(item.text) if s not in flagged]
         kept.append((item.title, item.title))
     return kept
@@ -219,11 +217,16 @@ def _linked(
     return "fail", detail | {"reason": "no sentence links the answer to what was asked"}
 
 
-def faithfulness(task: Task, result: AgentResult, judge: Judge | None = None) -> Grade:
+def faithfulness(task: Task, result: AgentResult, judge: Judge | None = None) -> list[Grade]:
+    """The faithfulness grade, when the task declares the dimension."""
+    return [_faithfulness(task, result, judge)] if "faithfulness" in task.dimensions else []
+
+
+def _faithfulness(task: Task, result: AgentResult, judge: Judge | None) -> Grade:
     output = result.output
     claims = _claims(output, task.question)
     if not claims:
-        return Grade(dimension="faithfulness", verdict="n/a", tier="code", detail={"claims": []})
+        return maker("faithfulness", "code")("n/a", claims=[])
     evidence, vocabulary, numbers = _evidence(result)
     # Naming what the question named is not inventing ("Armstrong never walked on Mars").
     named = {_term(w) for w in words(task.question)}
@@ -280,29 +283,12 @@ def faithfulness(task: Task, result: AgentResult, judge: Judge | None = None) ->
         offline = "fail" if link == "fail" else "needs_judge" if link == "needs_judge" else offline
     fraction = round(len(supported) / len(claims), 3)
     if judge is None:
-        return Grade(
-            dimension="faithfulness",
-            verdict=offline,
-            tier="offline",
-            fraction=fraction,
-            detail=detail,
-        )
+        return maker("faithfulness", "offline")(offline, fraction, **detail)
     answer = output.text if isinstance(output, Answer) else output.reason
     outcome = judge.faithfulness(task.question, answer, [r.text for r in result.retrieved])
     detail |= {"offline_verdict": offline, "judge": outcome.transcript}
+    judged = maker("faithfulness", "judge")
     if outcome.verdict is None:
-        return Grade(
-            dimension="faithfulness",
-            verdict="needs_judge",
-            tier="judge",
-            fraction=fraction,
-            detail=detail,
-        )
+        return judged("needs_judge", fraction, **detail)
     detail["unsupported_claims"] = outcome.verdict.unsupported_claims
-    return Grade(
-        dimension="faithfulness",
-        verdict=outcome.verdict.verdict,
-        tier="judge",
-        fraction=outcome.verdict.supported_fraction,
-        detail=detail,
-    )
+    return judged(outcome.verdict.verdict, outcome.verdict.supported_fraction, **detail)

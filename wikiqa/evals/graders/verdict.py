@@ -7,11 +7,10 @@ did (a clean refusal asserts nothing), `needs_judge` where the offline tier cann
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-
-from wikiqa.sources import Provenance
 
 Verdict = Literal["pass", "fail", "n/a", "needs_judge", "error"]
 Tier = Literal["code", "offline", "judge"]
@@ -25,5 +24,13 @@ class Grade(BaseModel):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
-# Graders rebuild articles from retrieved text to rescan them; where it came from is irrelevant.
-GRADER_PROVENANCE = Provenance(source="snapshot")
+def maker(dimension: str, tier: Tier) -> Callable[..., Grade]:
+    """A constructor of one dimension's grades from one tier: `offline("fail", outcome=...)`.
+    Keyword arguments become the grade's evidence (`detail`), in the order given."""
+
+    def make(verdict: Verdict, fraction: float | None = None, **detail: Any) -> Grade:
+        return Grade(
+            dimension=dimension, verdict=verdict, tier=tier, fraction=fraction, detail=detail
+        )
+
+    return make

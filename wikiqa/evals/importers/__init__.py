@@ -20,11 +20,12 @@ from wikiqa.evals.importers.build import (
     leftovers,
     split_holdout,
 )
-from wikiqa.evals.importers.common import LICENCES, Imported, InputError, dumps, take, write_suite
+from wikiqa.evals.importers.common import LICENCES, Imported, dumps, take, write_suite
 from wikiqa.evals.importers.hotpotqa import import_hotpotqa
 from wikiqa.evals.importers.nq_open import import_nq_open
 from wikiqa.evals.importers.selfaware import import_selfaware
 from wikiqa.evals.importers.truthfulqa import import_truthfulqa
+from wikiqa.inputs import InputError
 
 DATASETS = ("nq-open", "hotpotqa", "selfaware", "truthfulqa", "bipia")
 

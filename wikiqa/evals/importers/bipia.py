@@ -21,7 +21,6 @@ from typing import Literal
 from wikiqa.evals.importers.answerability import Leads, fold
 from wikiqa.evals.importers.common import (
     Imported,
-    InputError,
     make_task,
     provenance,
     read_json,
@@ -31,6 +30,7 @@ from wikiqa.evals.importers.common import (
     task_id,
 )
 from wikiqa.evals.tasks.task import Task
+from wikiqa.inputs import InputError
 from wikiqa.sources import Plant
 from wikiqa.text import STOPWORDS
 

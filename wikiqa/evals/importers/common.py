@@ -15,7 +15,7 @@ import random
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,7 +30,7 @@ from wikiqa.evals.tasks.task import (
     Task,
     TaskProvenance,
 )
-from wikiqa.inputs import MiB, TooLarge, read_bounded
+from wikiqa.inputs import InputError, MiB, read_objects, read_text
 
 # Licences as SOURCES.md states them for each copy; every imported task carries its own.
 LICENCES: dict[str, str] = {
@@ -52,10 +52,6 @@ DIMENSIONS_FOR: dict[Category, list[Dimension]] = {
 MAX_ID = 80
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
-
-
-class InputError(ValueError):
-    """A public data file is missing or malformed; the message names the file (and line)."""
 
 
 @dataclass
@@ -86,18 +82,7 @@ MAX_BENCHMARK_BYTES = 256 * MiB  # the largest public file used here is 1.2 MB
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return read_bounded(path, MAX_BENCHMARK_BYTES, "benchmark file").decode("utf-8")
-    except TooLarge as err:
-        raise InputError(str(err)) from None
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a file") from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"{path}: not UTF-8 (byte {err.start})") from None
-    except OSError as err:
-        raise InputError(f"{path}: cannot read: {err.strerror}") from None
+    return read_text(path, MAX_BENCHMARK_BYTES, "benchmark file")
 
 
 def read_json(path: Path) -> Any:
@@ -107,18 +92,9 @@ def read_json(path: Path) -> Any:
         raise InputError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from None
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line."""
-    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"{path}:{lineno}: invalid JSON: {err.msg}") from None
-        if not isinstance(record, dict):
-            raise InputError(f"{path}:{lineno}: expected a JSON object")
-        yield lineno, record
+def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line (the project's one JSONL reader)."""
+    return read_objects(path, MAX_BENCHMARK_BYTES, "benchmark file")
 
 
 def read_csv(path: Path, columns: Sequence[str]) -> list[tuple[int, dict[str, str]]]:

@@ -20,7 +20,6 @@ from pathlib import Path
 from wikiqa.evals.importers.answerability import Decision, Leads, fold, gap, padded
 from wikiqa.evals.importers.common import (
     Imported,
-    InputError,
     field_of,
     make_task,
     provenance,
@@ -28,6 +27,7 @@ from wikiqa.evals.importers.common import (
     split_of,
     task_id,
 )
+from wikiqa.inputs import InputError
 from wikiqa.sources import base_title
 
 DATASET = "hotpotqa"

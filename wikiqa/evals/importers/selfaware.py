@@ -19,7 +19,6 @@ from typing import Any
 from wikiqa.evals.importers.answerability import Leads, open_task
 from wikiqa.evals.importers.common import (
     Imported,
-    InputError,
     field_of,
     make_task,
     provenance,
@@ -27,6 +26,7 @@ from wikiqa.evals.importers.common import (
     strings,
     task_id,
 )
+from wikiqa.inputs import InputError
 
 DATASET = "selfaware"
 SPLIT = "all"  # SelfAware has one split; SOURCES.md keeps a seeded half of it

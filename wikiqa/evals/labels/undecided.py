@@ -27,7 +27,7 @@ from wikiqa.agent import Answer
 from wikiqa.evals.analysis.simpleqa import Outcomes, outcomes, reason_of
 from wikiqa.evals.analysis.stats import wilson
 from wikiqa.evals.analysis.summary import summarize
-from wikiqa.evals.graders._correctness import correctness
+from wikiqa.evals.graders import correctness_of
 from wikiqa.evals.labels.validation import LabelledExample
 from wikiqa.evals.tasks.task import Task
 
@@ -63,7 +63,7 @@ def human_rates(examples: Iterable[LabelledExample], tasks: dict[str, Task]) -> 
         task = tasks.get(example.task_id)
         if task is None:
             raise ValueError(f"{example.id}: task {example.task_id} is in none of the suites")
-        grade = correctness(task, example.answer.text)
+        grade = correctness_of(task, example.answer.text)
         if grade.verdict == "needs_judge":
             tally.setdefault(reason_of(grade.detail), Counter())[verdict == "pass"] += 1
     return {

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from wikiqa.agent import AgentResult, Answer, Citation, Output, Refusal, Retrieved, quotable_text
 from wikiqa.evals.graders import grade
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.running.journal import Journal
 from wikiqa.evals.tasks.task import SUITES, Task, load_tasks
-from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
+from wikiqa.inputs import MiB, read_objects, validate
 from wikiqa.sources import InjectionSource, WikiSource
 
 LABELS = SUITES.parent / "labels" / "grader_labels.jsonl"
@@ -46,18 +46,9 @@ VERDICTS = frozenset({"pass", "fail", "n/a"})
 
 def load_labels(path: Path = LABELS) -> list[LabelledExample]:
     """Parse a label file (JSON lines); every problem names the file and line."""
-    try:
-        text = read_bounded(path, 64 * MiB, "label file").decode("utf-8")
-    except (OSError, UnicodeDecodeError, TooLarge) as err:
-        raise LabelError(f"{path}: cannot read label file: {err}") from err
     examples, seen = [], set()
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            example = LabelledExample.model_validate_json(line)
-        except ValidationError as err:
-            raise LabelError(f"{path}:{lineno}: {first_problem(err)}") from err
+    for lineno, record in read_objects(path, 64 * MiB, "label file", LabelError):
+        example = validate(LabelledExample, record, f"{path}:{lineno}", LabelError)
         bad = {d: v for d, v in example.labels.items() if v not in VERDICTS}
         if bad:
             raise LabelError(f"{path}:{lineno}: labels must be pass, fail or n/a, got {bad}")
@@ -153,7 +144,7 @@ def compare(
             raise LabelError(
                 f"{example.id}: task {example.task_id!r} is not in {', '.join(map(str, suites))}"
             )
-        grades = {g.dimension: g for g in grade(task, _result(example, task, source), judge)}
+        grades = {g.dimension: g for g in grade(task, _result(example, task, source), judge).grades}
         for dimension, human in example.labels.items():
             if dimension not in grades:
                 raise LabelError(f"{example.id}: task {task.id!r} does not grade {dimension!r}")

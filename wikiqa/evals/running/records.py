@@ -1,44 +1,23 @@
-"""What a run is: its configuration, its recorded metadata, one trial's record, its outcome, and
-where results are written. Shared by the runner, the journal, the results table and the change
-log, so none of them has to import another to know these shapes.
+"""The plain shapes of a run: its configuration, its recorded metadata and one trial's record.
+Shared by the runner, the journal, the results table and the change log, so none of them has to
+import another to know these shapes; they import nothing that reads or summarises a run.
 """
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel, Field, model_validator
 
 from wikiqa.agent import DEFAULT_BUDGET, AgentResult, Refusal
-from wikiqa.config import Settings
-from wikiqa.evals.analysis.summary import Summary
 from wikiqa.evals.graders import Grade
-
-REPO_RESULTS = Path(__file__).resolve().parents[3] / "results"
-
-
-def scratch_dir() -> Path:
-    """Where exploratory runs go (git-ignored): ad hoc evals and unrecorded experiment runs stay
-    out of the committed climb unless recorded on purpose."""
-    return results_dir() / "scratch"
-
-
-def results_dir() -> Path:
-    """`WIKIQA_RESULTS` if set (tests and notebook checks write elsewhere), else results/."""
-    configured = Settings().results
-    return configured.expanduser() if configured is not None else REPO_RESULTS
-
+from wikiqa.evals.paths import results_dir
 
 # Columns that identify a run; the rest describe one task x trial x dimension.
 META_COLUMNS = (
     "run_id", "git_sha", "experiment", "change", "kind", "model", "judge", "source",
     "source_hash", "prompt_hash", "suite", "suite_hash", "trials", "created_at",
 )  # fmt: skip
-
-
-class HoldoutRefused(RuntimeError):
-    """The held-out suite was already run on this suite hash."""
 
 
 class RunConfig(BaseModel):
@@ -120,44 +99,3 @@ class TrialRecord(BaseModel):
     def cause(self) -> str:
         output = self.result.output
         return self.judge_error or (output.reason if isinstance(output, Refusal) else "?")
-
-
-class InfrastructureFailure(RuntimeError):
-    """Every trial of a run ended in an infrastructure error: there is nothing to record."""
-
-
-class RunOutcome(BaseModel):
-    meta: RunMeta
-    summary: Summary
-    table: str
-    parquet: Path
-    trials_run: int = Field(description="Trials executed now (not taken from the journal).")
-    model_calls: int = Field(description="Model calls that reached the model (cache misses).")
-    cached_calls: int
-    judge_calls: int
-    first_error: str | None = Field(None, description="The first infrastructure error's cause.")
-
-    @property
-    def all_failed(self) -> bool:
-        """Every trial ended in an infrastructure error (Wikipedia or the model down)."""
-        return (
-            self.summary.errors > 0
-            and self.summary.errors >= self.meta.tasks * self.meta.config.trials
-        )
-
-
-def git_sha(root: Path | None = None) -> str:
-    """The commit the run's code came from, `-dirty` when tracked files were changed. The
-    climb's own record (`results/`) does not count: recording one run must not mark the next
-    run of the same commit dirty."""
-    root = root or Path(__file__).resolve().parents[3]
-
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
-        return done.stdout.strip()
-
-    try:
-        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!results")
-        return git("rev-parse", "--short", "HEAD") + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"

@@ -1,5 +1,8 @@
 """The eval runner: tasks x trials through the agent, graded, journaled, written as one parquet.
 
+It runs and summarises; it neither renders nor records (the change log is `climb`'s, which also
+keeps the held-out split to one run).
+
 - Bounded concurrency (a thread pool; the agent's work is I/O and SQLite) with a progress bar.
 - Every finished trial is appended to a journal at once, so `resume` picks an interrupted run up
   without redoing finished trials. Trials that ended in an infrastructure error are retried
@@ -10,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
@@ -21,25 +23,19 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
 from wikiqa.agent import Agent, prompt_hash
 from wikiqa.config import Settings
-from wikiqa.evals.analysis.summary import render, summarize
-from wikiqa.evals.climb.changelog import record_run
-from wikiqa.evals.graders import calibration, error_grades, grade
-from wikiqa.evals.graders.judge import Judge, check_not_self
+from wikiqa.evals.analysis.summary import Summary, summarize
+from wikiqa.evals.graders import Judge, check_not_self, decision_of, error_grades, grade
+from wikiqa.evals.paths import git_sha
 from wikiqa.evals.running.cache import CachingModel, ResponseCache
 from wikiqa.evals.running.frame import to_frame, write_parquet
 from wikiqa.evals.running.journal import Journal, journal_dir
-from wikiqa.evals.running.records import (
-    HoldoutRefused,
-    RunConfig,
-    RunMeta,
-    RunOutcome,
-    TrialRecord,
-    git_sha,
-)
+from wikiqa.evals.running.records import RunConfig, RunMeta, TrialRecord
 from wikiqa.evals.tasks.task import (
     Task,
     bytes_hash,
@@ -51,6 +47,31 @@ from wikiqa.evals.tasks.task import (
 from wikiqa.models import Model, ModelUnavailable
 from wikiqa.registry import open_model, open_source
 from wikiqa.sources import InjectionSource, WikiSource
+
+
+class RunOutcome(BaseModel):
+    """A finished run: its metadata, its results table (in memory, and written as parquet) and
+    its summary, with what it cost."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    meta: RunMeta
+    frame: pd.DataFrame = Field(exclude=True, repr=False)
+    summary: Summary
+    parquet: Path
+    trials_run: int = Field(description="Trials executed now (not taken from the journal).")
+    model_calls: int = Field(description="Model calls that reached the model (cache misses).")
+    cached_calls: int
+    judge_calls: int
+    first_error: str | None = Field(None, description="The first infrastructure error's cause.")
+
+    @property
+    def all_failed(self) -> bool:
+        """Every trial ended in an infrastructure error (Wikipedia or the model down)."""
+        return (
+            self.summary.errors > 0
+            and self.summary.errors >= self.meta.tasks * self.meta.config.trials
+        )
 
 
 def _source_hash(source: WikiSource) -> str | None:
@@ -121,10 +142,11 @@ class Runner:
             judge = Judge(self._wrap(self.judge_model, f"judge:trial={trial}"))
         judge_error = None
         try:
-            grades = grade(task, result, judge)
+            graded = grade(task, result, judge)
+            grades, decision = graded.grades, graded.decision
         except ModelUnavailable as err:  # the judge, after its own retries: not the agent's fault
             judge_error = f"judge unavailable: {err}"
-            grades = error_grades(task, judge_error)
+            grades, decision = error_grades(task, judge_error), decision_of(result)
         with self._counter_lock:
             if isinstance(model, CachingModel):
                 self.model_calls += model.calls
@@ -137,7 +159,7 @@ class Runner:
             task_id=task.id,
             trial=trial,
             attempts=attempts,
-            decision=str(calibration(task, result).detail["detected"]),
+            decision=decision,
             result=result,
             grades=grades,
             judge_error=judge_error,
@@ -154,8 +176,6 @@ class Runner:
             refuse_held_out(all_tasks, suite_path)
         tasks = all_tasks[: config.limit]
         digest = bytes_hash(raw)
-        if config.holdout and not resume:
-            _check_holdout(config.out, digest, config.allow_holdout_rerun)
         if resume:
             meta = RunMeta.model_validate_json(
                 (journal_dir(config.out, resume) / "meta.json").read_text()
@@ -220,10 +240,10 @@ class Runner:
         summary = summarize(frame)
         failed = [r for _, r in sorted(records.items()) if r.failed]
         first_error = f"{failed[0].task_id}: {failed[0].cause}" if failed else None
-        outcome = RunOutcome(
+        return RunOutcome(
             meta=meta,
+            frame=frame,
             summary=summary,
-            table=render(summary),
             parquet=parquet,
             trials_run=len(todo),
             model_calls=self.model_calls,
@@ -231,25 +251,6 @@ class Runner:
             judge_calls=self.judge_calls,
             first_error=first_error,
         )
-        if config.holdout:
-            record_run(outcome, config.out)
-        return outcome
-
-
-def _check_holdout(out: Path, digest: str, allow_rerun: bool) -> None:
-    log = out / "changelog.jsonl"
-    if allow_rerun or not log.exists():
-        return
-    for line in log.read_text(encoding="utf-8").splitlines():
-        if (
-            line.strip()
-            and (row := json.loads(line)).get("holdout")
-            and row.get("suite_hash") == digest
-        ):
-            raise HoldoutRefused(
-                f"the held-out suite {digest} was already run ({row.get('run_id')}); it is run "
-                "once, at the end. Pass --allow-holdout-rerun to run it again anyway."
-            )
 
 
 def _slug(text: str) -> str:

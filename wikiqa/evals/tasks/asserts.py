@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from wikiqa.agent import normalize_quote
+from wikiqa.text import normalize_quote
 
 POSITIVE = frozenset({"equals", "contains", "icontains", "regex", "is-json"})
 NEGATIVE = frozenset({"not-contains", "not-icontains", "not-regex"})

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from wikiqa.evals.tasks import asserts
-from wikiqa.inputs import MiB, first_problem, read_bounded
+from wikiqa.inputs import MiB, parse_jsonl, read_bounded, validate
 from wikiqa.sources import Plant
 
 Category = Literal[
@@ -128,25 +127,8 @@ def parse_tasks(raw: bytes, path: Path | str) -> list[Task]:
     """Parse task-file bytes; `path` only names the file in errors."""
     tasks: list[Task] = []
     first_line: dict[str, int] = {}
-    for lineno, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise TaskError(f"{path}:{lineno}: not UTF-8 (byte {err.start})") from err
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise TaskError(
-                f"{path}:{lineno}: invalid JSON: {err.msg} (column {err.colno})"
-            ) from err
-        if not isinstance(record, dict):
-            raise TaskError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
-        try:
-            task = Task.model_validate(record)
-        except ValidationError as err:
-            raise TaskError(f"{path}:{lineno}: {first_problem(err)}") from err
+    for lineno, record in parse_jsonl(raw, path, TaskError):
+        task = validate(Task, record, f"{path}:{lineno}", TaskError)
         if task.id in first_line:
             raise TaskError(
                 f"{path}:{lineno}: duplicate task id {task.id!r} (first on line {first_line[task.id]})"

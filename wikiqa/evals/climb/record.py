@@ -1,0 +1,168 @@
+"""One owner of the run record: `record(outcome, policy)` decides whether a finished run becomes
+a change-log row, for the CLI, the notebooks and the held-out split alike, and `check_holdout`
+keeps a held-out split to one run. The runner neither renders nor records.
+
+- `explore` (the default everywhere): the parquet is written, no row is appended.
+- `record`: a row is appended, unless a row with the same inputs (clean commit, suite,
+  parameters) exists already; a run whose every trial met an outage is refused.
+- A held-out run is always recorded, whatever the policy: the once-only rule reads the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from wikiqa.evals.analysis.compare import compare
+from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, read
+from wikiqa.evals.running import RunConfig, RunOutcome, run_eval
+from wikiqa.evals.tasks import resolve_suite, suite_hash
+
+Policy = Literal["explore", "record"]
+POLICIES: tuple[Policy, ...] = ("explore", "record")
+
+
+class HoldoutRefused(RuntimeError):
+    """The held-out suite was already run on this suite hash."""
+
+
+class InfrastructureFailure(RuntimeError):
+    """Every trial of a run ended in an infrastructure error: there is nothing to record. The
+    run itself (`outcome`) is kept: its parquet and journal are written, and it can resume."""
+
+    def __init__(self, message: str, outcome: RunOutcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+def evaluate(
+    config: RunConfig, policy: Policy = "explore", resume: str | None = None, **runner: Any
+) -> tuple[RunOutcome, ChangelogRow | None]:
+    """Run the suite and record it by `policy`: the held-out check first (before any trial
+    runs), then the run, then the row. `runner` goes to the runner (model, source, progress...)."""
+    if config.holdout and not resume:
+        check_holdout(config)
+    outcome = run_eval(config, resume, **runner)
+    return outcome, record(outcome, policy)
+
+
+def check_holdout(config: RunConfig) -> None:
+    """Refuse a second run of a held-out split (same suite hash) unless a rerun is allowed."""
+    if config.allow_holdout_rerun:
+        return
+    digest = suite_hash(resolve_suite(config.suite, config.holdout))
+    earlier = next((r for r in read(config.out) if r.holdout and r.suite_hash == digest), None)
+    if earlier is not None:
+        raise HoldoutRefused(
+            f"the held-out suite {digest} was already run ({earlier.run_id}); it is run "
+            "once, at the end. Pass --allow-holdout-rerun to run it again anyway."
+        )
+
+
+def record(outcome: RunOutcome, policy: Policy = "explore") -> ChangelogRow | None:
+    """The run's change-log row by `policy` (None when it is not recorded). A run whose every
+    trial was an infrastructure error measured nothing and is refused; a rerun with the same
+    inputs as a recorded row adds none and returns that row."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown record policy {policy!r}: one of {', '.join(POLICIES)}")
+    if policy == "explore" and not outcome.meta.config.holdout:
+        return None
+    if outcome.all_failed:
+        raise InfrastructureFailure(
+            f"every trial of {outcome.meta.run_id} ended in an infrastructure error, so nothing "
+            f"was recorded; the first: {outcome.first_error}",
+            outcome,
+        )
+    out = outcome.meta.config.out
+    entry = row(outcome)
+    earlier = read(out)
+    twin = next((r for r in earlier if _same_inputs(r, entry)), None)
+    if twin is not None:
+        return twin  # the same step rerun on the same code and suite: nothing new to record
+    entry.delta = delta(entry, earlier, out, outcome.frame)
+    append(out, entry)
+    return entry
+
+
+def row(outcome: RunOutcome) -> ChangelogRow:
+    meta, summary = outcome.meta, outcome.summary
+    total = summary.cells.get("all", {})
+    tasks = summary.task_cells.get("all")
+    return ChangelogRow(
+        date=meta.created_at[:10],
+        run_id=meta.run_id,
+        experiment=meta.config.experiment,
+        change=meta.config.change,
+        kind="holdout" if meta.config.holdout else meta.config.kind,
+        holdout=meta.config.holdout,
+        suite=meta.config.suite_name,
+        suite_hash=meta.suite_hash,
+        model=meta.model,
+        judge=meta.judge,
+        source=meta.source_name,
+        source_hash=meta.source_hash,
+        prompt_hash=meta.prompt_hash,
+        git_sha=meta.git_sha,
+        trials=meta.config.trials,
+        parameters=parameters_hash(meta.config),
+        dimensions={d: (c.passes, c.applicable) for d, c in total.items()},
+        tasks_pass=(tasks.passes, tasks.applicable) if tasks else None,
+        pass_at_1=summary.pass_at_1,
+        needs_judge=summary.needs_judge,
+        errors=summary.errors,
+        parquet=_relative(outcome.parquet, meta.config.out),
+    )
+
+
+def _relative(path: Path, out: Path) -> str:
+    """Paths in the log are relative to the results folder, so a clone elsewhere still reads them."""
+    try:
+        return str(path.resolve().relative_to(out.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def delta(
+    entry: ChangelogRow, earlier: list[ChangelogRow], out: Path, frame: pd.DataFrame
+) -> Delta | None:
+    """Tasks passing everything, against the last earlier row of the same suite (same hash):
+    the paired difference with its 95% interval and McNemar's p, so a step that only moved
+    noise says so. This run is read from memory (`frame`), the earlier one from its parquet.
+    None when there is nothing comparable (or its parquet is gone)."""
+    previous = next(
+        (
+            r
+            for r in reversed(earlier)
+            if r.suite_hash == entry.suite_hash and r.suite == entry.suite
+        ),
+        None,
+    )
+    if previous is None or not (out / previous.parquet).exists():
+        return None
+    tasks = compare(pd.read_parquet(out / previous.parquet), frame).rows.get("tasks")
+    if tasks is None:
+        return None
+    return Delta(vs=previous.run_id, vs_experiment=previous.experiment, tasks=tasks)
+
+
+# What makes two recorded runs the same measurement; a dirty tree is never the same twice.
+IDENTITY = ("experiment", "change", "kind", "suite", "suite_hash", "model", "judge", "source_hash",
+            "prompt_hash", "git_sha", "trials", "parameters")  # fmt: skip
+# What does not change what a run measures: where it writes, how fast, how it retries.
+_NOT_PARAMETERS = {"out", "concurrency", "cache", "infra_attempts", "infra_backoff",
+                   "allow_holdout_rerun"}  # fmt: skip
+
+
+def parameters_hash(config: RunConfig) -> str:
+    """Every run parameter that can change its verdicts (budget, read_first, limit, ...)."""
+    fields = config.model_dump(mode="json", exclude=_NOT_PARAMETERS)
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _same_inputs(a: ChangelogRow, b: ChangelogRow) -> bool:
+    clean = not b.git_sha.endswith("-dirty") and b.git_sha != "unknown"
+    return clean and all(getattr(a, k) == getattr(b, k) for k in IDENTITY)

@@ -1,0 +1,41 @@
+"""Where results are written, and which commit wrote them: the bottom of `evals/`, so the
+records, the gate and the change log all find the same folders without importing each other."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from wikiqa.config import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+REPO_RESULTS = ROOT / "results"
+
+
+def results_dir() -> Path:
+    """`WIKIQA_RESULTS` if set (tests and notebook checks write elsewhere), else results/."""
+    configured = Settings().results
+    return configured.expanduser() if configured is not None else REPO_RESULTS
+
+
+def scratch_dir() -> Path:
+    """Where exploratory runs go (git-ignored): ad hoc evals and unrecorded experiment runs stay
+    out of the committed climb unless recorded on purpose."""
+    return results_dir() / "scratch"
+
+
+def git_sha(root: Path | None = None) -> str:
+    """The commit the run's code came from, `-dirty` when tracked files were changed. The
+    climb's own record (`results/`) does not count: recording one run must not mark the next
+    run of the same commit dirty."""
+    root = root or ROOT
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    try:
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!results")
+        return git("rev-parse", "--short", "HEAD") + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
