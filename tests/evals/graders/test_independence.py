@@ -46,7 +46,9 @@ def blind_guard(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_guard_is_really_blinded(blind_guard: None) -> None:
     import wikiqa.agent as agent
 
-    article = Article(title="Grace Hopper", text=PLANT, url="u", provenance=Provenance(source="snapshot"))
+    article = Article(
+        title="Grace Hopper", text=PLANT, url="u", provenance=Provenance(source="snapshot")
+    )
     assert agent.scan(article) == [] and guard.scan(article) == []
 
 
