@@ -27,6 +27,8 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     for path in notebooks:
         if not Path(path).is_file():
             raise CliError(f"{path}: no such notebook")
+    for path in notebooks:
+        _check_names(Path(path), [name for name, _ in args.parameters or []])
     runs = experiment.grid(args.parameters or [])
     # One place for everything a run writes (notebook, parquet, change log): --out, or -p OUT,
     # or the committed climb with --record, or else the git-ignored scratch area.
@@ -78,6 +80,25 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     if not args.record and args.out is None and not given:
         print(f"(exploratory: written to {out}; --record adds it to the committed climb)")
     return 0
+
+
+def _check_names(notebook: Path, names: list[str]) -> None:
+    """Refuse a `-p NAME` the notebook's `parameters` cell does not declare, before papermill
+    runs: papermill pastes the name into the injected cell as written, so a name is code
+    (`-p "X=1;import os;..."` ran it, issue 23), and a typo (`-p TRAILS 1`) silently ran the
+    defaults."""
+    from wikiqa import experiment
+
+    try:
+        declared = experiment.declared_parameters(notebook)
+    except (OSError, ValueError) as err:
+        raise CliError(f"{notebook}: cannot read its parameters cell: {err}") from err
+    unknown = [n for n in dict.fromkeys(names) if n not in declared]
+    if unknown:
+        raise CliError(
+            f"{notebook}: no parameter named {', '.join(map(repr, unknown))}; its parameters "
+            f"cell declares {', '.join(declared) or 'none'}"
+        )
 
 
 def _labelled(notebook: Path, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from wikiqa.evals.compare import compare
 from wikiqa.evals.report import COLUMNS
 from wikiqa.evals.runs import InfrastructureFailure, RunOutcome
 from wikiqa.evals.stats import count_text
+from wikiqa.secrets import scrub
 
 HEADER = """# Change log
 
@@ -125,7 +126,7 @@ def record_run(outcome: RunOutcome, out: Path) -> dict[str, Any]:
         return twin  # the same step rerun on the same code and suite: nothing new to record
     entry["delta"] = delta(entry, earlier, out)
     with (out / "changelog.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        fh.write(scrub(json.dumps(entry, ensure_ascii=False)) + "\n")
     render_markdown(out)
     return entry
 
@@ -164,5 +165,5 @@ def render_markdown(out: Path) -> Path:
                   r["model"], str(r["trials"])]  # fmt: skip
         lines.append("| " + " | ".join([*fields, *cells, tasks_text, _delta_text(r)]) + " |")
     path = out / "CHANGELOG.md"
-    path.write_text(HEADER + "\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text(scrub(HEADER + "\n".join(lines) + "\n"), encoding="utf-8")
     return path

@@ -9,6 +9,7 @@ here (and is unit-tested here), and `wikiqa experiment run` drives them through 
 from wikiqa.experiment.notebooks import (
     EXPERIMENTS,
     current_step,
+    declared_parameters,
     execute,
     grid,
     missing_extra,
@@ -44,6 +45,7 @@ __all__ = [
     "compare_runs",
     "confusion",
     "current_step",
+    "declared_parameters",
     "execute",
     "failures",
     "flips",

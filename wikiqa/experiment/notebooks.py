@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import keyword
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from wikiqa.evals import results_dir
+from wikiqa.secrets import scrub
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -27,6 +29,17 @@ def grid(params: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
     return [
         dict(zip(names, combo, strict=True)) for combo in itertools.product(*values.values())
     ] or [{}]
+
+
+def declared_parameters(notebook: Path) -> list[str]:
+    """The names the notebook's `parameters` cell assigns (papermill's own reading of it)."""
+    import papermill as pm
+
+    try:
+        found = pm.inspect_notebook(str(notebook))
+    except Exception as err:  # nbformat and papermill raise their own types for a bad file
+        raise ValueError(str(err)) from err
+    return [name for name in found if name.isidentifier() and not keyword.iskeyword(name)]
 
 
 def _coerce(raw: str) -> Any:
@@ -53,7 +66,9 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
 
     folder = (out or results_dir()) / "notebooks"
     folder.mkdir(parents=True, exist_ok=True)
-    suffix = "".join(f"-{k.lower()}={_slug(v)}" for k, v in parameters.items() if k not in {"OUT"})
+    suffix = "".join(
+        f"-{_slug(k.lower())}={_slug(v)}" for k, v in parameters.items() if k not in {"OUT"}
+    )
     target = folder / f"{notebook.stem}{suffix}.ipynb"
     saved = os.environ.get(STEP_ENV)
     os.environ[STEP_ENV] = notebook.stem  # the kernel is a child process: it inherits this
@@ -71,7 +86,16 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
             os.environ.pop(STEP_ENV, None)
         else:
             os.environ[STEP_ENV] = saved
+        _scrub_file(target)  # cell outputs may quote a key from a model API's error text
     return target
+
+
+def _scrub_file(path: Path) -> None:
+    if path.is_file():
+        text = path.read_text(encoding="utf-8")
+        clean = scrub(text)
+        if clean != text:
+            path.write_text(clean, encoding="utf-8")
 
 
 def _ipc_kernel_manager() -> type:
@@ -88,7 +112,7 @@ def _ipc_kernel_manager() -> type:
 
 
 def _slug(value: Any) -> str:
-    text = str(value)
+    text = scrub(str(value))  # a file name is written too: no password from a -p MODEL URL
     return "".join(c if c.isalnum() or c in ".=_" else "_" for c in text)[:40]
 
 
