@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from wikiqa.bench.report import _percentile
+from wikiqa.inputs import MiB, read_text_bounded
 from wikiqa.sources import SnapshotSource
 from wikiqa.text import sentences
 
@@ -30,11 +31,14 @@ class SearchPair(BaseModel):
 
 def load_pairs(path: Path | None = None) -> list[SearchPair]:
     text = (
-        path.read_text(encoding="utf-8")
+        read_text_bounded(path, 16 * MiB, "pairs file")
         if path is not None
         else files("wikiqa.data").joinpath("search_pairs.jsonl").read_text(encoding="utf-8")
     )
-    return [SearchPair.model_validate_json(line) for line in text.splitlines() if line.strip()]
+    try:
+        return [SearchPair.model_validate_json(ln) for ln in text.splitlines() if ln.strip()]
+    except ValueError as err:
+        raise ValueError(f"{path}: not a pairs file ({err})") from err
 
 
 def recall_at(source: SnapshotSource, pairs: Sequence[SearchPair], k: int) -> float:
