@@ -268,3 +268,115 @@ def test_length_and_chunked_together_is_400_not_a_hang(hardened: int) -> None:
     )
     reply, took = _talk(hardened, request)
     assert reply.split(b"\r\n")[0] in (b"HTTP/1.1 400 Bad Request",) and took < 3
+
+
+# Issue 23 --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("token", ["", "   ", "héllo-token", "tab\ttoken", "caf\u00e9"])
+def test_an_empty_or_non_ascii_token_refuses_to_start(
+    token: str, tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Item 1: an empty token let `Bearer ` in. Item 10: a non-ASCII token matched only the
+    latin-1 bytes of it; a token must now be visible ASCII, or the server does not start."""
+    monkeypatch.setenv("WIKIQA_API_TOKEN", token)
+    with pytest.raises(ValueError, match="WIKIQA_API_TOKEN"):
+        create_app(ExtractiveModel(), tiny, Settings())
+    from wikiqa.cli import main
+
+    assert main(["serve", "--port", str(_free_port())]) == 1  # refused before uvicorn runs
+
+
+def test_an_empty_token_matches_nothing() -> None:
+    from wikiqa.api.shield import authorized
+
+    assert not authorized({b"authorization": b"Bearer "}, "")
+    assert not authorized({}, "")
+    assert authorized({b"authorization": b"Bearer abc"}, "abc")
+    assert authorized({b"authorization": b"bearer abc"}, "abc")
+    assert not authorized({b"authorization": b"Bearer abc "}, "abc")
+    # the header's bytes are compared as they came: no latin-1 or UTF-8 reinterpretation
+    assert not authorized({b"authorization": "Bearer ab\u00e9".encode("latin-1")}, "ab\u00c3\u00a9")
+
+
+@pytest.mark.parametrize("budget", ["8", True, False, 8.0, "true", None, [8]])
+def test_the_budget_is_strictly_an_integer(client: TestClient, budget: Any) -> None:
+    """Item 10: "8" and true were accepted (true became a budget of 1)."""
+    response = client.post("/api/ask", json={"question": "ok", "options": {"budget": budget}})
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"] == ["body", "options", "budget"]
+
+
+def _serve(env: dict[str, str]) -> tuple[Any, int]:
+    import os
+    import subprocess
+    import sys
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "wikiqa.cli", "serve", "--port", str(port), "--log-level",
+         "warning"],
+        env=os.environ | env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
+            return server, port
+        except OSError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                raise AssertionError("wikiqa serve did not start") from None
+            time.sleep(0.1)
+
+
+def _ask(port: int, token: str) -> int:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/ask", data=b'{"question": "Who developed FLOW-MATIC?"}',
+        headers={"content-type": "application/json", "authorization": f"Bearer {token}"},
+    )  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as err:
+        return err.code
+    except OSError:
+        return 0
+
+
+def test_an_idle_connection_flood_does_not_starve_token_holders() -> None:
+    """Item 6, served as users run it: 300 sockets that never send a byte used up uvicorn's
+    limit_concurrency=256 and every authenticated ask got 503. Now they are evicted (oldest
+    first, past 32 per address) and token holders keep getting 200."""
+    token = "wq-flood-test-token-5b1e"
+    server, port = _serve({"WIKIQA_API_TOKEN": token})
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(300):
+            idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        time.sleep(0.5)  # let the server accept them all
+        codes = [_ask(port, token) for _ in range(8)]
+        for _ in range(300):  # the flood re-opens what was dropped
+            idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        codes += [_ask(port, token) for _ in range(8)]
+        assert codes == [200] * len(codes)
+        assert _ask(port, "wrong-token-000000") == 401
+    finally:
+        for conn in idle:
+            conn.close()
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_the_gate_evicts_the_oldest_idle_untrusted_connection() -> None:
+    from wikiqa.api.connections import ConnectionGate
+
+    gate = ConnectionGate(per_client=2, max_untrusted=3)
+    assert gate.admit("a1", "A") == [] and gate.admit("a2", "A") == []
+    assert gate.admit("a3", "A") == ["a1"]  # per address: the oldest goes
+    busy = {"a2"}  # has unread input waiting: a real client about to be read
+    assert gate.admit("a4", "A", lambda c: c in busy) == ["a3"]
+    gate.forget("a2")  # trusted now: no longer counted
+    assert gate.admit("b1", "B") == [] and gate.admit("c1", "C") == []
+    assert gate.admit("d1", "D") == ["a4"]  # over the total cap: the oldest of all
+    assert gate.evicted == 3

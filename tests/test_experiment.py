@@ -40,3 +40,27 @@ def test_the_climb_is_grouped_by_suite_in_order(tmp_path: Path) -> None:
     assert list(frame["suite"]) == ["dev", "dev", "public", "public"]
     assert list(frame["run_id"]) == ["r0", "r2", "r1", "r3"]
     assert frame["tasks"].iloc[0] == "0/9 [0.00, 0.30]"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["X=1;open(chr(47).join(['','tmp','PWNED']),'w');Y", "TRAILS", "import os", "out", "OUT2"],
+)
+def test_only_declared_parameter_names_reach_papermill(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23, item 9: papermill pastes `-p NAME` into code as written (a name ran code and
+    created /tmp/PWNED), and a typo silently ran the defaults. Refused before papermill runs."""
+    from wikiqa import experiment
+    from wikiqa.cli import main
+
+    def never(*args: object, **kwargs: object) -> Path:
+        raise AssertionError("papermill ran")
+
+    monkeypatch.setattr(experiment, "execute", never)
+    notebook = str(experiment.EXPERIMENTS / "01_agent_baseline.ipynb")
+    argv = ["experiment", "run", notebook, "-p", "LIMIT", "1", "-p", name, "1"]
+    assert main([*argv, "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "no parameter named" in err and "TRIALS" in err  # says what it does declare
+    assert not list(tmp_path.rglob("*.ipynb"))

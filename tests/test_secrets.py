@@ -3,13 +3,16 @@ a fake token set, then scan everything they wrote or answered. Target: 0 hits.""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx2
@@ -165,3 +168,128 @@ def test_served_logs_carry_no_secret(env: dict[str, str]) -> None:
         log, _ = server.communicate(timeout=10)
     assert "POST /api/ask" in log
     assert hits(log) == []
+
+
+def test_a_dotenv_in_the_working_directory_cannot_redirect_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23, item 4: a `.env` in an untrusted folder set WIKIQA_OPENAI_BASE_URL and so
+    received OPENAI_API_KEY. Settings that choose where a key goes need WIKIQA_TRUST_DOTENV=1."""
+    from wikiqa.models.openai_model import OpenAIModel
+
+    (tmp_path / ".env").write_text(
+        "WIKIQA_OPENAI_BASE_URL=http://127.0.0.1:9/v1\nWIKIQA_MODEL=openai:x@http://127.0.0.1:9/v1\n"
+        "WIKIQA_ALLOW_ANY_HOST=1\nWIKIQA_LIVE_HOST=evil.example\nWIKIQA_CONTACT=me@example.org\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WIKIQA_TRUST_DOTENV", raising=False)
+    for name in ("WIKIQA_OPENAI_BASE_URL", "WIKIQA_MODEL", "WIKIQA_CONTACT"):
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings()
+    assert settings.openai_base_url is None and settings.model == "extractive"
+    assert not settings.allow_any_host and settings.live_host == "en.wikipedia.org"
+    assert settings.contact == "me@example.org"  # harmless settings still come from it
+    assert OpenAIModel("gpt-4o", api_key="sk-x").base_url is None
+    monkeypatch.setenv("WIKIQA_TRUST_DOTENV", "1")  # the opt-in, from the real environment
+    trusted = Settings()
+    assert trusted.openai_base_url == "http://127.0.0.1:9/v1" and trusted.allow_any_host
+
+
+class _Echo(BaseHTTPRequestHandler):
+    """A server (or proxy) that answers 400 quoting every request header back."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        echoed = f"bad request to {self.path}; headers were: {dict(self.headers.items())!r}"
+        body = json.dumps(
+            {"type": "error", "error": {"type": "invalid_request_error", "message": echoed}}
+        ).encode()
+        self.send_response(400)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+ECHOED = {
+    "OPENAI_API_KEY": "sk-TESTSECRET456-openai-echo-000000",
+    "ANTHROPIC_API_KEY": "sk-ant-TESTSECRET457-anthropic-echo-00",
+    "WIKIQA_API_TOKEN": "wq-TESTSECRET458-token",
+    "URL_PASSWORD": "TESTSECRET789pw",
+}
+
+
+def test_keys_echoed_by_a_server_reach_no_output(
+    tmp_path: Path, tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23, items 2 and 3: every provider and the judge driven into a 400 whose body
+    echoes the request's headers (so the key), with a password in a base URL; then every file
+    the runs wrote, everything they printed and every response is searched for the secrets."""
+    echo = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    threading.Thread(target=echo.serve_forever, daemon=True).start()
+    port = echo.server_address[1]
+    with_password = f"http://user:{ECHOED['URL_PASSWORD']}@127.0.0.1:{port}/v1"
+    plain = f"http://127.0.0.1:{port}/v1"
+    env = os.environ | {k: v for k, v in ECHOED.items() if k != "URL_PASSWORD"}
+    env |= {"WIKIQA_RESULTS": str(tmp_path / "results")}
+    cli = [sys.executable, "-m", "wikiqa.cli"]
+    one = ["--trials", "1", "--limit", "1", "--no-cache"]
+    out = tmp_path / "out"
+    runs: list[tuple[list[str], dict[str, str]]] = [
+        ([*cli, "eval", "--model", f"openai:x@{plain}", *one, "--out", str(out / "a")], {}),
+        ([*cli, "eval", "--model", "openai:x", *one, "--out", str(out / "b")],
+         {"WIKIQA_OPENAI_BASE_URL": with_password}),
+        ([*cli, "eval", "--model", "anthropic:claude-sonnet-4-6", *one, "--out", str(out / "c")],
+         {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}),
+        ([*cli, "eval", "--judge", f"openai:judge@{with_password}", *one, "--out",
+          str(out / "d"), "--record"], {}),
+        ([*cli, "ask", "Who developed FLOW-MATIC?", "--json", "-v", "--model",
+          f"openai:x@{with_password}"], {}),
+        ([*cli, "experiment", "run", str(EXPERIMENTS / "01_agent_baseline.ipynb"), "-p", "MODEL",
+          f"openai:x@{with_password}", "-p", "LIMIT", "1", "-p", "TRIALS", "1", "--out",
+          str(out / "e")], {}),
+    ]  # fmt: skip
+    logs = []
+    try:
+        for argv, extra in runs:
+            done = subprocess.run(
+                argv, env=env | extra, capture_output=True, text=True, check=False, timeout=300
+            )
+            logs.append(done.stdout + done.stderr)
+        for name, value in ECHOED.items():
+            if name != "URL_PASSWORD":
+                monkeypatch.setenv(name, value)
+        from wikiqa.registry import open_model
+
+        client = TestClient(create_app(open_model(f"openai:x@{with_password}"), tiny, Settings()))
+        auth = {"Authorization": f"Bearer {ECHOED['WIKIQA_API_TOKEN']}"}
+        served = [
+            client.post("/api/ask", json={"question": "Who developed FLOW-MATIC?"}, headers=auth),
+            client.get("/healthz", headers=auth),
+        ]
+    finally:
+        echo.shutdown()
+    # the runs did meet the echo: the refusals say HTTP 400 and quote the (scrubbed) headers
+    assert "HTTP 400" in served[0].text and "***" in served[0].text
+    assert sum("HTTP 400" in log for log in logs) >= 2, logs
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "journal.jsonl" for p in written) and any(
+        p.suffix == ".parquet" for p in written
+    )
+
+    def leaks(text: str) -> list[str]:
+        return [name for name, value in ECHOED.items() if value in text]
+
+    assert [leaks(log) for log in logs] == [[]] * len(logs)
+    assert [leaks(r.text) for r in served] == [[], []]
+    found = {}
+    for path in written:
+        text = path.read_bytes().decode("utf-8", "replace")
+        if path.suffix == ".parquet":
+            text = pd.read_parquet(path).astype(str).to_csv()
+        if leaks(text):
+            found[str(path)] = leaks(text)
+    assert found == {}

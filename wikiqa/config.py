@@ -1,11 +1,56 @@
-"""Settings read from `WIKIQA_*` environment variables (and a `.env` file, if present)."""
+"""Settings read from `WIKIQA_*` environment variables (and a `.env` file, if present).
+
+A `.env` is read from the working directory, which may be a folder someone else wrote (a cloned
+repository, a download). Settings that choose where a key is sent (`TRUSTED_ONLY`: base URLs,
+the default model spec, the host checks) are therefore taken from it only when the environment
+says `WIKIQA_TRUST_DOTENV=1`; otherwise a `.env` in an untrusted folder could send your
+`OPENAI_API_KEY` to its own host.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from wikiqa.secrets import remember
+
+TRUST_DOTENV = "WIKIQA_TRUST_DOTENV"
+# Fields that decide where a request (and the key riding on it) goes, or relax the check on it.
+TRUSTED_ONLY = frozenset({"openai_base_url", "model", "allow_any_host", "live_host"})
+_warned: set[str] = set()
+
+
+def _trusting() -> bool:
+    return os.environ.get(TRUST_DOTENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+def _untrusted_dotenv(source: PydanticBaseSettingsSource) -> Callable[[], dict[str, Any]]:
+    """The `.env` source without `TRUSTED_ONLY` fields (unless trusted), saying once what it
+    dropped, so a user who meant it learns the opt-in."""
+
+    def read() -> dict[str, Any]:
+        values = source()
+        if _trusting():
+            return values
+        dropped = sorted(k for k in values if k.lower() in TRUSTED_ONLY)
+        for name in dropped:
+            if name not in _warned:
+                _warned.add(name)
+                print(
+                    f"wikiqa: warning: ignoring WIKIQA_{name.upper()} from .env (it chooses "
+                    f"where keys are sent); set {TRUST_DOTENV}=1 to use it",
+                    file=sys.stderr,
+                )
+        return {k: v for k, v in values.items() if k.lower() not in TRUSTED_ONLY}
+
+    read.__name__ = type(source).__name__
+    return read
 
 
 class Settings(BaseSettings):
@@ -57,8 +102,23 @@ class Settings(BaseSettings):
         default=1024, ge=16, le=32768, description="Output-token cap per model call."
     )
     api_token: SecretStr | None = Field(
-        default=None, description="Bearer token `wikiqa serve` requires, when set."
+        default=None,
+        description=(
+            "Bearer token `wikiqa serve` requires, when set: visible ASCII, not empty "
+            "(an empty or non-ASCII token refuses to start)."
+        ),
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[Any, ...]:
+        return init_settings, env_settings, _untrusted_dotenv(dotenv_settings), file_secret_settings
 
     def cache_dir(self) -> Path:
         """The cache directory, expanded and created."""
@@ -68,5 +128,8 @@ class Settings(BaseSettings):
 
 
 def reveal(secret: SecretStr | None) -> str | None:
-    """A secret's value, for the one call that sends it; never for logging."""
-    return secret.get_secret_value() if secret is not None else None
+    """A secret's value, for the one call that sends it; never for logging. The value is
+    remembered by `wikiqa.secrets`, so every writer scrubs it even when it came from a `.env`."""
+    value = secret.get_secret_value() if secret is not None else None
+    remember(value)
+    return value

@@ -1,13 +1,18 @@
 """Files a user names: bounded reads, and validation errors worded for a file:line message.
 
 A path from the command line can be `/dev/zero`, a FIFO or a multi-gigabyte mistake; reading it
-whole dies with MemoryError far from the cause. Every file the CLI is pointed at is read through
-`read_bounded`, which stops one byte past the limit and says which file and which limit.
+whole dies with MemoryError far from the cause, and opening a FIFO nobody writes to waits
+forever. Every file the CLI and the benches are pointed at is read through `read_bounded`, which
+opens without blocking, refuses anything but a regular file (the process's own standard input
+excepted, so `--suite /dev/stdin` still reads a pipe), stops one byte past the limit and says
+which file and which limit.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,13 +31,57 @@ class InputError(ValueError):
     """A user's file cannot be read or parsed; the message names the file (and the line)."""
 
 
+class NotRegular(TooLarge):
+    """A FIFO, device, socket or directory: its size cannot be known before reading it, so it is
+    refused like a file over the limit (and every `except TooLarge` already reports it)."""
+
+
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK:
+          "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}  # fmt: skip
+
+
+def _is_stdin(info: os.stat_result) -> bool:
+    try:
+        return os.path.samestat(info, os.fstat(0))
+    except OSError:
+        return False
+
+
+def open_regular(path: Path | str, what: str = "file") -> int:
+    """A blocking read descriptor on `path`, or NotRegular. Opened with O_NONBLOCK, so a FIFO
+    with no writer cannot hang the open; the flag is cleared once the file is known to be
+    regular (or our own stdin, which the user chose to pipe)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) and not _is_stdin(info):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            raise NotRegular(f"{path}: {what} is {kind}, not a regular file; refusing to read it")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_bounded(path: Path | str, limit: int, what: str = "file") -> bytes:
-    """The bytes of `path`, or TooLarge if there are more than `limit` (OSError passes through)."""
-    with open(path, "rb") as handle:
+    """The bytes of `path`, or TooLarge if there are more than `limit`, NotRegular if it is not
+    a regular file (OSError passes through)."""
+    with os.fdopen(open_regular(path, what), "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise TooLarge(f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all")
     return data
+
+
+def read_text_bounded(path: Path | str, limit: int, what: str = "file") -> str:
+    """`read_bounded` as UTF-8 text; any problem is a ValueError naming the file."""
+    try:
+        return read_bounded(path, limit, what).decode("utf-8")
+    except TooLarge:
+        raise
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: cannot read {what}: {err}") from err
 
 
 def first_problem(err: ValidationError) -> str:

@@ -16,6 +16,7 @@ imports its implementation only when asked, so the offline path never loads an S
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from wikiqa.models import Model
@@ -48,7 +49,9 @@ def open_model(spec: str = "extractive") -> Model:
     if kind == "openai" and rest:
         from wikiqa.models.openai_model import OpenAIModel
 
-        model, _, base_url = rest.rpartition("@") if "@" in rest else (rest, "", "")
+        # Split at the `@` that starts the URL: the URL may hold one too (`http://user:pw@host`).
+        at = re.search(r"@(?=https?://)", rest) or re.search(r"@[^@]*$", rest)
+        model, base_url = (rest[: at.start()], rest[at.start() + 1 :]) if at else (rest, "")
         return OpenAIModel(model, base_url=base_url or None)
     if kind == "scripted" and rest:
         from wikiqa.models import ScriptedModel

@@ -12,20 +12,24 @@ from importlib.metadata import version
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 from wikiqa.agent import DEFAULT_BUDGET, Agent, AgentResult
-from wikiqa.api.shield import Shield, authorized
+from wikiqa.api.shield import Shield, authorized, check_token
 from wikiqa.config import Settings, reveal
 from wikiqa.models import Model
 from wikiqa.registry import open_model, open_source
+from wikiqa.secrets import scrub, scrub_data
 from wikiqa.sources import WikiSource
 
 
 class AskOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    budget: int = Field(DEFAULT_BUDGET, ge=1, le=32, description="Tool-call budget for this run.")
+    # Strict: JSON "8" or true (which pydantic would turn into 1) is a 422, not a budget.
+    budget: StrictInt = Field(
+        DEFAULT_BUDGET, ge=1, le=32, description="Tool-call budget for this run."
+    )
 
 
 class AskRequest(BaseModel):
@@ -80,9 +84,9 @@ def create_app(
     body_timeout: float = 10.0,
 ) -> FastAPI:
     settings = settings or Settings()
+    token = check_token(reveal(settings.api_token))  # before anything starts: a bad one is fatal
     model = model or open_model(settings.model)
     source = source or open_source(settings.source)
-    token = reveal(settings.api_token)
     app = FastAPI(title="wikiqa", version=version("wikiqa"), summary="Wikipedia-grounded QA")
     app.add_exception_handler(RequestValidationError, _invalid)
     # Authentication, body cap and body timeout run before FastAPI parses anything (shield.py).
@@ -93,11 +97,15 @@ def create_app(
         """Liveness for anyone; the model and source only for holders of the token."""
         if not authorized({k.lower(): v for k, v in request.headers.raw}, token):
             return Liveness(status="ok")
-        return Health(status="ok", version=version("wikiqa"), model=model.spec, source=source.name)
+        return Health(
+            status="ok", version=version("wikiqa"), model=scrub(model.spec), source=source.name
+        )
 
     @app.post("/api/ask")
     def ask(request: AskRequest) -> AgentResult:
         # A sync endpoint: FastAPI runs it in a worker thread, and the agent does blocking I/O.
-        return Agent(model, source, budget=request.options.budget).ask(request.question)
+        result = Agent(model, source, budget=request.options.budget).ask(request.question)
+        # The response is a writer like any other: error text from the model API may quote a key.
+        return AgentResult.model_validate(scrub_data(result.model_dump(mode="json")))
 
     return app

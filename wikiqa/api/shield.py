@@ -30,12 +30,37 @@ MAX_BODY = 64 * 1024
 LIVENESS = "/healthz"  # the one path that answers without the token (and then says only "ok")
 
 
+def check_token(token: str | None) -> str | None:
+    """The configured token, or ValueError when no client could present it as configured.
+
+    An empty token would let `Authorization: Bearer ` in (issue 23), so it is an error at start,
+    not "no auth". Header values are bytes, and clients disagree on how to encode non-ASCII
+    (curl sends UTF-8, others latin-1), so a token must be visible ASCII: the bytes are then the
+    same whatever the client does.
+    """
+    if token is None:
+        return None
+    if not token.strip():
+        raise ValueError(
+            "WIKIQA_API_TOKEN is set but empty: set a token, or unset it to serve without one"
+        )
+    if not all(0x21 <= ord(ch) <= 0x7E for ch in token):
+        raise ValueError(
+            "WIKIQA_API_TOKEN must be visible ASCII (no spaces, no non-ASCII characters), "
+            "so every client sends the same bytes"
+        )
+    return token
+
+
 def authorized(headers: dict[bytes, bytes], token: str | None) -> bool:
-    """No token configured, or a matching bearer token (compared in constant time)."""
+    """No token configured, or a matching bearer token: the header's raw bytes against the
+    token's bytes, in constant time. An empty token matches nothing."""
     if token is None:
         return True
-    scheme, _, given = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-    return scheme.lower() == "bearer" and secrets.compare_digest(given.encode(), token.encode())
+    if not token:
+        return False
+    scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
+    return scheme.lower() == b"bearer" and secrets.compare_digest(given, token.encode())
 
 
 class Shield:

@@ -1,4 +1,9 @@
-"""The `load` benchmark: throughput, latency and memory of `wikiqa serve` under concurrent clients."""
+"""The `load` benchmark: throughput, latency and memory of `wikiqa serve` under concurrent clients.
+
+The server runs as users run it (`wikiqa serve`, a token set), with `idle` unauthenticated
+sockets held open throughout that never send a byte (re-opened as soon as the server drops one):
+the token holders' requests must keep getting 200 while the flood runs (issue 23).
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,11 @@ from wikiqa.bench.report import percentile
 from wikiqa.bench.sources import load_pairs
 
 
-def bench_load(clients: int = 32, seconds: float = 30.0) -> dict[str, float]:
-    """Drive `wikiqa serve` (offline) on loopback with `clients` concurrent clients."""
+def bench_load(clients: int = 32, seconds: float = 30.0, idle: int = 300) -> dict[str, float]:
+    """Drive `wikiqa serve` (offline) on loopback with `clients` concurrent token holders while
+    `idle` anonymous sockets sit open."""
+    import os
+    import secrets
     import socket
     import threading
 
@@ -22,13 +30,17 @@ def bench_load(clients: int = 32, seconds: float = 30.0) -> dict[str, float]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    token = secrets.token_urlsafe(24)
+    auth = {"Authorization": f"Bearer {token}"}
     script = Path(sys.executable).with_name("wikiqa")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "wikiqa.cli"]
     server = subprocess.Popen(
         [*command, "serve", "--port", str(port), "--log-level", "warning"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=os.environ | {"WIKIQA_API_TOKEN": token},
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
+    flood = _IdleFlood(port, idle)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -42,6 +54,7 @@ def bench_load(clients: int = 32, seconds: float = 30.0) -> dict[str, float]:
         questions = [p.question for p in load_pairs()]
         latencies: list[float] = []
         errors = [0]
+        unavailable = [0]
         lock = threading.Lock()
         stop = time.monotonic() + seconds
 
@@ -53,18 +66,23 @@ def bench_load(clients: int = 32, seconds: float = 30.0) -> dict[str, float]:
                 k += clients
                 start = time.perf_counter()
                 try:
-                    ok = session.post(f"{base}/api/ask", json=body, timeout=30).status_code == 200
+                    code = session.post(
+                        f"{base}/api/ask", json=body, headers=auth, timeout=30
+                    ).status_code
                 except requests.RequestException:
-                    ok = False
+                    code = 0
                 elapsed = time.perf_counter() - start
                 with lock:
-                    if ok:
+                    if code == 200:
                         latencies.append(elapsed * 1000)
                     else:
                         errors[0] += 1
+                        unavailable[0] += code == 503
 
-        hostile = _hostile(base, clients=16, megabytes=50)
+        hostile = _hostile(base, clients=16, megabytes=50, headers=auth)
         rss_after_hostile_kb = _status_kb(server.pid, "VmHWM")
+        flood.start()
+        flood.wait_open(timeout=10)
         threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
         began = time.perf_counter()
         for t in threads:
@@ -74,6 +92,7 @@ def bench_load(clients: int = 32, seconds: float = 30.0) -> dict[str, float]:
         wall = time.perf_counter() - began
         peak_kb = _status_kb(server.pid, "VmHWM")
     finally:
+        flood.stop()
         server.terminate()
         server.wait(timeout=10)
     return {
@@ -81,6 +100,11 @@ def bench_load(clients: int = 32, seconds: float = 30.0) -> dict[str, float]:
         "seconds": seconds,
         "requests": len(latencies),
         "errors": errors[0],
+        "errors_503": unavailable[0],
+        "idle_sockets_held": idle,
+        "idle_sockets_open_min": flood.open_min,
+        "idle_connects": flood.connects,
+        "idle_dropped_by_server": flood.dropped,
         "requests_per_s": len(latencies) / wall,
         "p50_ms": percentile(latencies, 50),
         "p99_ms": percentile(latencies, 99),
@@ -102,7 +126,83 @@ def _status_kb(pid: int, field: str) -> int:
     return next((int(line.split()[1]) for line in lines if line.startswith(field)), 0)
 
 
-def _hostile(base: str, clients: int, megabytes: int) -> dict[str, int]:
+class _IdleFlood:
+    """`count` sockets to the server that never send a byte, each re-opened (after a short
+    pause, so the flood does not eat the machine's CPU) when the server closes it."""
+
+    def __init__(self, port: int, count: int, pause: float = 0.2) -> None:
+        import threading
+
+        self.port, self.count, self.pause = port, count, pause
+        self.connects = self.dropped = 0
+        self.open_min = count
+        self._opened = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wait_open(self, timeout: float) -> None:
+        self._opened.wait(timeout)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        import selectors
+        import socket
+
+        sel = selectors.DefaultSelector()
+        due: list[float] = [0.0] * self.count  # when each slot (re)connects
+        socks: list[socket.socket | None] = [None] * self.count
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                for i in range(self.count):
+                    if socks[i] is None and due[i] <= now:
+                        sock = socket.socket()
+                        try:
+                            sock.connect(("127.0.0.1", self.port))
+                        except OSError:
+                            sock.close()
+                            due[i] = now + self.pause
+                            continue
+                        sock.setblocking(False)
+                        sel.register(sock, selectors.EVENT_READ, i)
+                        socks[i] = sock
+                        self.connects += 1
+                alive = sum(s is not None for s in socks)
+                if alive == self.count:
+                    self._opened.set()
+                if self._opened.is_set():
+                    self.open_min = min(self.open_min, alive)
+                for key, _ in sel.select(timeout=0.05):
+                    i = key.data
+                    sock = socks[i]
+                    assert sock is not None
+                    try:
+                        data = sock.recv(4096)
+                    except OSError:
+                        data = b""
+                    if not data:  # the server closed it: open another after the pause
+                        sel.unregister(sock)
+                        sock.close()
+                        socks[i] = None
+                        due[i] = time.monotonic() + self.pause
+                        self.dropped += 1
+        finally:
+            for held in socks:
+                if held is not None:
+                    held.close()
+            sel.close()
+
+
+def _hostile(
+    base: str, clients: int, megabytes: int, headers: dict[str, str] | None = None
+) -> dict[str, int]:
     """`clients` concurrent uploads of `megabytes` MB each, chunked and declared: each must be
     refused (413) without the server holding the body."""
     import threading
@@ -114,7 +214,7 @@ def _hostile(base: str, clients: int, megabytes: int) -> dict[str, int]:
 
     def upload(i: int) -> None:
         block = b"x" * (1024 * 1024)
-        headers = {"content-type": "application/json"}
+        sent_headers = {"content-type": "application/json", **(headers or {})}
         body: Iterator[bytes] | bytes = (
             (block for _ in range(megabytes))  # chunked: the size is only known as it is read
             if i % 2
@@ -122,7 +222,7 @@ def _hostile(base: str, clients: int, megabytes: int) -> dict[str, int]:
         )
         try:
             code = requests.post(
-                f"{base}/api/ask", data=body, headers=headers, timeout=60
+                f"{base}/api/ask", data=body, headers=sent_headers, timeout=60
             ).status_code
         except requests.RequestException:
             code = 0  # the server answered and closed while we were still uploading

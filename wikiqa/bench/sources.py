@@ -31,7 +31,7 @@ class SearchPair(BaseModel):
 
 def load_pairs(path: Path | None = None) -> list[SearchPair]:
     if path is not None:
-        return read_jsonl(path, SearchPair, "search pairs", 16 * MiB)
+        return read_jsonl(path, SearchPair, "pairs file", 16 * MiB)
     data = files("wikiqa.data").joinpath("search_pairs.jsonl")
     return [
         validate(SearchPair, obj, f"{data}:{n}")

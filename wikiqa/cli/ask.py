@@ -82,20 +82,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from wikiqa.api.app import create_app
-    from wikiqa.api.shield import DeadlineH11Protocol
+    from wikiqa.api.connections import guarded_protocol
+    from wikiqa.api.shield import check_token
+    from wikiqa.config import reveal
     from wikiqa.registry import open_model
 
     settings = Settings()
     try:
+        token = check_token(reveal(settings.api_token))  # an empty token is fatal, not "no auth"
         model = open_model(args.model or settings.model)
     except ValueError as err:
         raise CliError(str(err)) from err
     app = create_app(model, wiki_source(args.source or settings.source), settings)
-    # Timeouts: idle keep-alive 5 s, request headers 10 s (DeadlineH11Protocol), body 10 s
-    # (Shield); connections past 256 get 503 from uvicorn itself.
+    # Timeouts: first byte 5 s and request headers 10 s, then the per-client and total caps on
+    # connections that have not yet made an authorised request (api/connections.py); idle
+    # keep-alive 5 s; body 10 s and 64 requests in flight (Shield). uvicorn's own
+    # limit_concurrency is off: it counted idle sockets, so a flood of them starved token holders.
     uvicorn.run(
-        app, host=args.host, port=args.port, log_level=args.log_level, http=DeadlineH11Protocol,
-        timeout_keep_alive=5, limit_concurrency=256, h11_max_incomplete_event_size=16 * 1024,
+        app, host=args.host, port=args.port, log_level=args.log_level, http=guarded_protocol(token),
+        timeout_keep_alive=5, limit_concurrency=None, h11_max_incomplete_event_size=16 * 1024,
     )  # fmt: skip
     return 0
 

@@ -79,12 +79,13 @@ def _auroc_text(fold: Fold) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     from wikiqa.evals.analysis.stats import interval_text
     from wikiqa.evals.labels.confidence_fit import FitError, on_labels
+    from wikiqa.inputs import MiB, read_text_bounded
     from wikiqa.models.evidence import Weights
 
     tasks, examples = labelled(args.labels, label_suites(args))
     try:
         fitted = (
-            Weights.model_validate_json(args.weights.read_text(encoding="utf-8"))
+            Weights.model_validate_json(read_text_bounded(args.weights, MiB, "weights file"))
             if args.weights
             else None
         )

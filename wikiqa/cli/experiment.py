@@ -28,6 +28,8 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     for path in notebooks:
         if not Path(path).is_file():
             raise CliError(f"{path}: no such notebook")
+    for path in notebooks:
+        _check_names(Path(path), [name for name, _ in args.parameters or []])
     runs = experiment.grid(args.parameters or [])
     # One place for everything a run writes (notebook, parquet, change log): --out, or -p OUT,
     # or the committed climb with --record, or else the git-ignored scratch area.
@@ -36,9 +38,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         raise CliError("give one -p OUT (or --out) per invocation", EXIT_USAGE)
     out = args.out or (Path(given.pop()) if given else None)
     out = out or (results_dir() if args.record else scratch_dir())
-    # `experiment run` records into the folder it chose (scratch's own change log, or the climb
-    # with --record); a notebook run any other way is exploratory unless it sets RECORD.
-    runs = [{"RECORD": True} | r | {"OUT": str(out)} for r in runs]
+    runs = [r | {"OUT": str(out)} for r in runs]
     for notebook in notebooks:
         extra = experiment.missing_extra(Path(notebook))
         if extra is not None:  # `experiments/0*.ipynb` on a fresh clone: say so, go on
@@ -48,7 +48,11 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                 flush=True,
             )
             continue
-        for parameters in _labelled(Path(notebook), runs):
+        # `experiment run` records a step into the folder it chose (scratch's own change log, or
+        # the climb with --record); a step run any other way is exploratory unless it sets RECORD.
+        takes = experiment.declared_parameters(Path(notebook))
+        recorded = [({"RECORD": True} if "RECORD" in takes else {}) | r for r in runs]
+        for parameters in _labelled(Path(notebook), recorded):
             before = len(changelog.read(out))
             started = time.time()
             shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD"}}
@@ -81,6 +85,25 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     if not args.record and args.out is None and not given:
         print(f"(exploratory: written to {out}; --record adds it to the committed climb)")
     return 0
+
+
+def _check_names(notebook: Path, names: list[str]) -> None:
+    """Refuse a `-p NAME` the notebook's `parameters` cell does not declare, before papermill
+    runs: papermill pastes the name into the injected cell as written, so a name is code
+    (`-p "X=1;import os;..."` ran it, issue 23), and a typo (`-p TRAILS 1`) silently ran the
+    defaults."""
+    from wikiqa import experiment
+
+    try:
+        declared = experiment.declared_parameters(notebook)
+    except (OSError, ValueError) as err:
+        raise CliError(f"{notebook}: cannot read its parameters cell: {err}") from err
+    unknown = [n for n in dict.fromkeys(names) if n not in declared]
+    if unknown:
+        raise CliError(
+            f"{notebook}: no parameter named {', '.join(map(repr, unknown))}; its parameters "
+            f"cell declares {', '.join(declared) or 'none'}"
+        )
 
 
 def _labelled(notebook: Path, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

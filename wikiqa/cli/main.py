@@ -21,6 +21,7 @@ from wikiqa.cli.snapshot import register as register_snapshot
 from wikiqa.cli.suite import register as register_suite
 from wikiqa.cli.validate import register as register_validate
 from wikiqa.cli.wiki import register as register_wiki
+from wikiqa.secrets import scrubbed_output
 from wikiqa.sources import SourceUnavailable
 
 
@@ -45,6 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Everything the CLI prints or logs (results, traces, errors, uvicorn's log) is scrubbed of
+    # keys on the way out: error text from a model API may quote one (wikiqa.secrets).
+    with scrubbed_output():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)

@@ -9,6 +9,7 @@ here (and is unit-tested here), and `wikiqa experiment run` drives them through 
 from wikiqa.experiment.notebooks import (
     EXPERIMENTS,
     current_step,
+    declared_parameters,
     execute,
     grid,
     missing_extra,
@@ -49,6 +50,7 @@ __all__ = [
     "compare_runs",
     "confusion",
     "current_step",
+    "declared_parameters",
     "execute",
     "failures",
     "flips",

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import itertools
 import json
+import keyword
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from wikiqa.evals import results_dir
+from wikiqa.experiment.params import COMMON
+from wikiqa.secrets import scrub
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -27,6 +31,40 @@ def grid(params: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
     return [
         dict(zip(names, combo, strict=True)) for combo in itertools.product(*values.values())
     ] or [{}]
+
+
+def declared_parameters(notebook: Path) -> list[str]:
+    """The names a notebook takes: those its `parameters` cell assigns (papermill's own reading
+    of it) and, for a step notebook (one that calls the shared `experiment.step`), the common
+    step parameters, which live in `wikiqa/experiment/params.py` rather than in every cell."""
+    import papermill as pm
+
+    try:
+        found = pm.inspect_notebook(str(notebook))
+        text = notebook.read_text(encoding="utf-8")
+    except Exception as err:  # nbformat and papermill raise their own types for a bad file
+        raise ValueError(str(err)) from err
+    names = [name for name in found if name.isidentifier() and not keyword.iskeyword(name)]
+    if STEP_CALL in text:
+        names += [n for n in COMMON if n not in names]
+    return names
+
+
+STEP_CALL = "experiment.step(globals()"
+
+
+class _KnownParameters(logging.Filter):
+    """Papermill warns about every `-p` name its parameters cell lacks; a step's common
+    parameters are declared in `params.py` instead, so for them the warning is false."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        super().__init__()
+        self.names = set(names)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        prefix = "Passed unknown parameter: "
+        return not (message.startswith(prefix) and message[len(prefix) :] in self.names)
 
 
 def _coerce(raw: str) -> Any:
@@ -47,10 +85,12 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
     folder = (out or results_dir()) / "notebooks"
     folder.mkdir(parents=True, exist_ok=True)
     shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD"}}
-    suffix = "".join(f"-{k.lower()}={_slug(v)}" for k, v in shown.items())
+    suffix = "".join(f"-{_slug(k.lower())}={_slug(v)}" for k, v in shown.items())
     target = folder / f"{notebook.stem}{suffix}.ipynb"
     saved = os.environ.get(STEP_ENV)
     os.environ[STEP_ENV] = notebook.stem  # the kernel is a child process: it inherits this
+    quiet = _KnownParameters(declared_parameters(notebook))
+    logging.getLogger("papermill").addFilter(quiet)
     try:
         pm.execute_notebook(
             str(notebook),
@@ -61,11 +101,21 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
             kernel_manager_class=_ipc_kernel_manager(),
         )
     finally:
+        logging.getLogger("papermill").removeFilter(quiet)
         if saved is None:
             os.environ.pop(STEP_ENV, None)
         else:
             os.environ[STEP_ENV] = saved
+        _scrub_file(target)  # cell outputs may quote a key from a model API's error text
     return target
+
+
+def _scrub_file(path: Path) -> None:
+    if path.is_file():
+        text = path.read_text(encoding="utf-8")
+        clean = scrub(text)
+        if clean != text:
+            path.write_text(clean, encoding="utf-8")
 
 
 def _ipc_kernel_manager() -> type:
@@ -82,7 +132,7 @@ def _ipc_kernel_manager() -> type:
 
 
 def _slug(value: Any) -> str:
-    text = str(value)
+    text = scrub(str(value))  # a file name is written too: no password from a -p MODEL URL
     return "".join(c if c.isalnum() or c in ".=_" else "_" for c in text)[:40]
 
 

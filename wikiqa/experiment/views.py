@@ -17,19 +17,33 @@ from wikiqa.evals.climb.changelog import read
 
 
 def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataFrame:
-    """A run's long table: by parquet path, by run id, or (None) the latest run."""
-    folder = (out or results_dir()) / "runs"
+    """A run's long table: by parquet path, by run id, or (None) the latest run. Run ids are
+    looked up in the results folder, then in its scratch area (exploratory runs); the latest
+    run is the newest recorded one, or the newest exploratory one when none is recorded."""
+    return pd.read_parquet(find_run(run, out))
+
+
+def find_run(run: str | Path | None = None, out: Path | None = None) -> Path:
+    """The parquet of a run (see `load_run`), or FileNotFoundError naming where it looked."""
+    base = out or results_dir()
+    folders = [base / "runs", base / "scratch" / "runs"]
     if run is None:
-        paths = sorted(folder.glob("*.parquet"))
-        if not paths:
-            raise FileNotFoundError(f"no runs under {folder}; run an experiment first")
-        return pd.read_parquet(paths[-1])
+        for folder in folders:
+            paths = sorted(folder.glob("*.parquet"))
+            if paths:
+                return paths[-1]
+        raise FileNotFoundError(f"no runs under {folders[0]} or {folders[1]}; run a step first")
     path = Path(run)
-    if not path.suffix:
-        path = folder / f"{run}.parquet"
-    elif not path.is_absolute() and not path.exists():
-        path = folder.parent / path  # a change-log path, relative to the results folder
-    return pd.read_parquet(path)
+    if path.suffix:
+        if not path.is_absolute() and not path.exists():
+            path = base / path  # a change-log path, relative to the results folder
+        if not path.exists():
+            raise FileNotFoundError(f"no such run: {path}")
+        return path
+    for folder in folders:
+        if (folder / f"{run}.parquet").exists():
+            return folder / f"{run}.parquet"
+    raise FileNotFoundError(f"no run {run!r} under {folders[0]} or {folders[1]}")
 
 
 def climb(out: Path | None = None) -> pd.DataFrame:

@@ -13,6 +13,7 @@ which honours Retry-After up to its `max_wait`, before the call is reported as
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ import anthropic
 import httpx2
 
 from wikiqa.config import Settings, reveal
+from wikiqa.models.hosts import check_base_url
 from wikiqa.models.protocol import (
     AssistantMessage,
     CallOptions,
@@ -177,6 +179,9 @@ class AnthropicModel:
                 f"anthropic:{model} needs an API key: set WIKIQA_ANTHROPIC_API_KEY "
                 "(or ANTHROPIC_API_KEY)"
             )
+        base_url = os.environ.get("ANTHROPIC_BASE_URL")  # the SDK reads it; check it as ours
+        if base_url:
+            check_base_url(base_url, settings.allow_any_host, "ANTHROPIC_BASE_URL")
         self.model = model
         self.max_tokens = max_tokens or settings.model_max_tokens
         self.retry = retry or MODEL_RETRY

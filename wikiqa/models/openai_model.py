@@ -7,17 +7,16 @@ retried like the Anthropic provider's, then reported as `ModelUnavailable`.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx2
 import openai
 
 from wikiqa.config import Settings, reveal
+from wikiqa.models.hosts import check_base_url, redact_userinfo
 from wikiqa.models.protocol import (
     AssistantMessage,
     CallOptions,
@@ -128,41 +127,6 @@ def _reasoning(model: str) -> bool:
     return _REASONING.match(model) is not None
 
 
-# Cloud metadata services: a base URL here would send prompts (and the API key) to an endpoint
-# that hands out instance credentials. Link-local ranges cover AWS/GCP/Azure's 169.254.169.254.
-_METADATA_HOSTS = {"metadata", "metadata.google.internal", "metadata.azure.internal"}
-_METADATA_IPS = {ipaddress.ip_address("fd00:ec2::254"), ipaddress.ip_address("100.100.100.200")}
-
-
-def check_base_url(url: str, allow_any_host: bool = False) -> str:
-    """Return `url` if it is an http(s) URL whose host is not link-local or a metadata service.
-
-    Literal addresses are checked (in any notation urllib accepts, IPv4-mapped IPv6 included)
-    and known metadata names; a name that resolves into those ranges is not, since resolving
-    here would both leak the name and race the client's own lookup.
-    """
-    parsed = urlsplit(url)
-    if parsed.scheme not in {"http", "https"} or not parsed.hostname:
-        raise ValueError(f"openai base URL must be http(s)://host[:port]/path, not {url!r}")
-    host = parsed.hostname.rstrip(".").lower()
-    if allow_any_host:
-        return url
-    try:
-        address = ipaddress.ip_address(int(host) if host.isdigit() else host)
-    except ValueError:
-        address = None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    if host in _METADATA_HOSTS or (
-        address is not None and (address.is_link_local or address in _METADATA_IPS)
-    ):
-        raise ValueError(
-            f"openai base URL {url!r} points at a link-local or cloud-metadata address; "
-            "set WIKIQA_ALLOW_ANY_HOST=1 if you really mean it"
-        )
-    return url
-
-
 class OpenAIModel:
     def __init__(
         self,
@@ -200,7 +164,9 @@ class OpenAIModel:
 
     @property
     def spec(self) -> str:
-        return f"openai:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+        # Recorded with every result and shown by /healthz: never a password from the URL.
+        base = redact_userinfo(self.base_url) if self.base_url else ""
+        return f"openai:{self.model}" + (f"@{base}" if base else "")
 
     def __call__(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -34,10 +35,54 @@ def test_unbounded_files_are_refused_with_their_name(
 ) -> None:
     out = str(tmp_path)
     code, err = run(capsys, "eval", "--suite", "/dev/zero", "--out", out)
-    assert code == 1 and "/dev/zero: task file is larger than 64 MiB" in err
-    code, err = run(capsys, "ask", "Who?", "--model", "scripted:/dev/zero")
-    assert code == 1 and "/dev/zero: script is larger than 8 MiB" in err
+    assert code == 1 and "/dev/zero: task file is a character device, not a regular file" in err
+    big = tmp_path / "big.json"
+    with big.open("wb") as fh:  # sparse: 9 MiB on paper, nothing on disk
+        fh.truncate(9 * 1024 * 1024)
+    code, err = run(capsys, "ask", "Who?", "--model", f"scripted:{big}")
+    assert code == 1 and f"{big}: script is larger than 8 MiB" in err
     assert "Traceback" not in err
+
+
+LABELS = str(ROOT / "experiments" / "labels" / "grader_labels.jsonl")
+
+
+def _fifo_and_zero(tmp_path: Path) -> tuple[Path, Path]:
+    fifo = tmp_path / "f.jsonl"
+    os.mkfifo(fifo)
+    bipia = tmp_path / "bipia"
+    bipia.mkdir()
+    (bipia / "text_attack_test.json").symlink_to("/dev/zero")
+    return fifo, bipia
+
+
+@pytest.mark.parametrize(
+    ("argv", "what"),
+    [
+        (["wikiqa", "eval", "--suite", "{fifo}", "--out", "{tmp}"], "task file"),
+        (["wikiqa", "ask", "Who?", "--model", "scripted:{fifo}"], "script"),
+        (["wikiqa", "snapshot", "record", "--titles", "{fifo}", "--out", "{tmp}/s.jsonl"],
+         "title list"),
+        (["bench", "ask", "--pairs", "{fifo}"], "pairs file"),
+        (["bench", "sources", "--pairs", "/dev/zero"], "pairs file"),
+        (["wikiqa", "confidence", "check", LABELS, "--weights", "/dev/zero"], "weights file"),
+        (["bench", "injection", "--bipia", "{bipia}"], "BIPIA file"),
+    ],
+)  # fmt: skip
+def test_fifos_and_devices_are_refused_at_once_by_name(
+    argv: list[str], what: str, tmp_path: Path
+) -> None:
+    """Issue 23, items 7 and 8: a FIFO hung forever, /dev/zero died with MemoryError."""
+    fifo, bipia = _fifo_and_zero(tmp_path)
+    filled = [a.format(fifo=fifo, tmp=tmp_path, bipia=bipia) for a in argv]
+    module = "wikiqa.cli" if filled[0] == "wikiqa" else "wikiqa.bench"
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *filled[1:]],
+        capture_output=True, text=True, cwd=ROOT, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert f"{what} is a " in proc.stderr and "not a regular file" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from wikiqa.evals.analysis.reduce import COLUMNS
 from wikiqa.evals.analysis.stats import count_text
 from wikiqa.inputs import MiB, read_jsonl
+from wikiqa.secrets import scrub
 
 HEADER = """# Change log
 
@@ -82,7 +83,7 @@ def read(out: Path) -> list[ChangelogRow]:
 def append(out: Path, row: ChangelogRow) -> None:
     """Append one row to the JSON lines and regenerate the markdown beside them."""
     out.mkdir(parents=True, exist_ok=True)
-    line = row.model_dump_json(exclude_none=False) + "\n"
+    line = scrub(row.model_dump_json()) + "\n"
     with (out / "changelog.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(line)
     render_markdown(out)
@@ -111,5 +112,5 @@ def render_markdown(out: Path) -> Path:
         fields = [r.date, r.experiment, r.change or "-", r.kind, r.suite, r.model, str(r.trials)]
         lines.append("| " + " | ".join([*fields, *cells, tasks_text, _delta_text(r)]) + " |")
     path = out / "CHANGELOG.md"
-    path.write_text(HEADER + "\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text(scrub(HEADER + "\n".join(lines) + "\n"), encoding="utf-8")
     return path

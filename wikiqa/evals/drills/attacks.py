@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from wikiqa.agent import Agent, AgentResult, Answer, Refusal, scan
-from wikiqa.inputs import MiB, parse_jsonl, read_jsonl, validate
+from wikiqa.inputs import MiB, parse_jsonl, read_jsonl, read_text_bounded, validate
 from wikiqa.models import ExtractiveModel, ScriptedModel
 from wikiqa.sources import Article, InjectionSource, Plant, Provenance, WikiSource
 from wikiqa.sources.injection import Position
@@ -76,7 +76,7 @@ def project_attacks() -> list[Attack]:
 
 def bipia_attacks(folder: Path) -> list[Attack]:
     """The BIPIA text attacks (test split: 15 kinds x 5 texts), from a local copy."""
-    data = json.loads((folder / "text_attack_test.json").read_text(encoding="utf-8"))
+    data = json.loads(read_text_bounded(folder / "text_attack_test.json", 64 * MiB, "BIPIA file"))
     return [
         Attack(id=f"bipia-{kind}-{i}", text=text)
         for kind, texts in data.items()

@@ -14,6 +14,7 @@ import pandas as pd
 
 from wikiqa.evals.running.records import RunMeta, TrialRecord
 from wikiqa.evals.tasks.task import Task
+from wikiqa.secrets import scrub_frame
 
 
 def to_frame(
@@ -78,6 +79,7 @@ def to_frame(
 def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
     """Write beside the final name, then rename: a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    frame = scrub_frame(frame)  # error text from a model API may quote a key (wikiqa.secrets)
     tmp = path.with_suffix(".parquet.tmp")
     frame.to_parquet(tmp, index=False)
     os.replace(tmp, path)

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 from wikiqa.evals.running.records import TrialRecord
+from wikiqa.secrets import scrub
 
 
 class Journal:
@@ -19,7 +20,7 @@ class Journal:
         self._lock = threading.Lock()
 
     def append(self, record: TrialRecord) -> None:
-        line = (record.model_dump_json() + "\n").encode()
+        line = (scrub(record.model_dump_json()) + "\n").encode()  # no key in error text
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:

@@ -46,6 +46,7 @@ from wikiqa.evals.tasks.task import (
 )
 from wikiqa.models import Model, ModelUnavailable
 from wikiqa.registry import open_model, open_source
+from wikiqa.secrets import scrub
 from wikiqa.sources import InjectionSource, WikiSource
 
 
@@ -203,7 +204,7 @@ class Runner:
             )
             folder = journal_dir(config.out, meta.run_id)
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / "meta.json").write_text(meta.model_dump_json(indent=2))
+            (folder / "meta.json").write_text(scrub(meta.model_dump_json(indent=2)))
         journal = Journal(journal_dir(config.out, meta.run_id) / "journal.jsonl")
         records = journal.read()
         trials = meta.config.trials
