@@ -9,6 +9,8 @@ importers are loaded inside the handlers so other commands start without them.
 from __future__ import annotations
 
 import argparse
+import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +101,34 @@ def cmd_suite_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_suite_slice(args: argparse.Namespace) -> int:
+    """A fixed, stratified slice of a suite, committed as its own suite so its hash is recorded:
+    the same tasks for every step of a climb too slow to run on the whole suite."""
+    from wikiqa.evals import TaskError, load_tasks, resolve_suite, suite_hash
+    from wikiqa.evals.importers import dataset_of, take
+
+    try:
+        source = resolve_suite(args.suite)
+        tasks = load_tasks(source)
+    except TaskError as err:
+        raise CliError(str(err)) from err
+    chosen = {
+        t.id
+        for t in take(tasks, args.size, args.seed, stratum=lambda t: (t.category, dataset_of(t)))
+    }
+    lines = [
+        line
+        for line in source.read_text(encoding="utf-8").splitlines()
+        if line.strip() and json.loads(line)["id"] in chosen
+    ]
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    kept = [t for t in tasks if t.id in chosen]
+    counts = ", ".join(f"{c} {n}" for c, n in Counter(t.category for t in kept).most_common())
+    print(f"{args.out}: {len(kept)} of {len(tasks)} tasks of {source.name} ({counts}), "
+          f"seed {args.seed}, by category and dataset; suite hash {suite_hash(args.out)}")  # fmt: skip
+    return 0
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--seed", type=int, default=DEFAULT_SEED, help=f"sampling seed (default {DEFAULT_SEED})"
@@ -133,3 +163,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     _add_common(build)
     build.set_defaults(func=cmd_suite_build)
+    cut = suite_sub.add_parser("slice", help="a fixed stratified slice of a suite, as a suite")
+    cut.add_argument("suite", help="dev, public, or a task file (never a held-out split)")
+    cut.add_argument("--size", type=positive_int, required=True, help="tasks to keep")
+    cut.add_argument("--out", type=Path, required=True, help="task file to write")
+    cut.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"sampling seed (default {DEFAULT_SEED})"
+    )
+    cut.set_defaults(func=cmd_suite_slice)

@@ -17,6 +17,7 @@ from wikiqa.evals.importers.build import (
     SEED,
     Built,
     build_public,
+    dataset_of,
     leftovers,
     split_holdout,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "InputError",
     "Leads",
     "build_public",
+    "dataset_of",
     "dumps",
     "fold",
     "import_bipia",

@@ -182,7 +182,7 @@ HOLDOUTS = {"dev": "holdout", "public": "public_holdout", "fresh": "fresh_holdou
 
 
 def resolve_suite(suite: str, holdout: bool = False) -> Path:
-    """`dev`, `public`, or a path; with holdout=True, the named suite's held-out split (`dev`'s
+    """`dev`, `public`, another committed suite by name (`public_slice`), or a path; with holdout=True, the named suite's held-out split (`dev`'s
     is `holdout.jsonl`, `public`'s `public_holdout.jsonl`; `fresh` is a held-out split only,
     `fresh_holdout.jsonl`). No held-out split ever loads without holdout=True, by name or by
     path."""
@@ -196,7 +196,9 @@ def resolve_suite(suite: str, holdout: bool = False) -> Path:
                 "do not pass a task file with it"
             )
         return SUITES / f"{name}.jsonl"
-    named = suite in HOLDOUTS or suite in HOLDOUTS.values()
+    # a bare name is a committed suite (dev, public, public_slice, ...); anything else a path
+    bare = suite.isidentifier() and (SUITES / f"{suite}.jsonl").exists()
+    named = suite in HOLDOUTS or suite in HOLDOUTS.values() or bare
     path = SUITES / f"{suite}.jsonl" if named else Path(suite)
     if any(path.resolve() == h.resolve() for h in held):
         raise TaskError("the held-out suite loads only with --holdout (run it once, at the end)")
