@@ -90,7 +90,8 @@ def first_problem(err: ValidationError) -> str:
     problem = err.errors()[0]
     where = ".".join(str(p) for p in problem["loc"])
     more = f" (+{err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{where + ': ' if where else ''}{problem['msg']}{more}"
+    message = problem["msg"].removeprefix("Value error, ")  # a validator's own words, as raised
+    return f"{where + ': ' if where else ''}{message}{more}"
 
 
 def read_text(path: Path | str, limit: int, what: str = "file") -> str:

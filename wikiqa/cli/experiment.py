@@ -28,9 +28,13 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     for path in notebooks:
         if not Path(path).is_file():
             raise CliError(f"{path}: no such notebook")
+        if Path(path).suffix != ".ipynb":
+            raise CliError(f"{path}: not a notebook (a step is an .ipynb file)")
     for path in notebooks:
         _check_names(Path(path), [name for name, _ in args.parameters or []])
     runs = experiment.grid(args.parameters or [])
+    for path in notebooks:
+        _check_values(Path(path), runs)
     # One place for everything a run writes (notebook, parquet, change log): --out, or -p OUT,
     # or the committed climb with --record, or else the git-ignored scratch area.
     given = {str(r["OUT"]) for r in runs if r.get("OUT")}
@@ -60,13 +64,10 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
             print(f"== {Path(notebook).name} ({label})", flush=True)
             try:
                 executed = experiment.execute(Path(notebook), parameters, out)
-            except Exception as err:  # papermill raises PapermillExecutionError with the cell
-                last = str(err).strip().splitlines()[-1]
+            except experiment.StepFailed as err:  # papermill's error, with where the copy is
                 # a run that met only outages is the infrastructure's failure, not the step's
-                code = (
-                    EXIT_UNAVAILABLE if getattr(err, "ename", "") == "InfrastructureFailure" else 1
-                )
-                raise CliError(f"{notebook}: {last}", code) from err
+                outage = getattr(err.cause, "ename", "") == "InfrastructureFailure"
+                raise CliError(f"{notebook}: {err}", EXIT_UNAVAILABLE if outage else 1) from err
             rows = changelog.read(out)[before:]
             # RECORD=False writes no row: show the run's parquet all the same
             parquets = [out / r.parquet for r in rows] or [
@@ -97,13 +98,28 @@ def _check_names(notebook: Path, names: list[str]) -> None:
     try:
         declared = experiment.declared_parameters(notebook)
     except (OSError, ValueError) as err:
-        raise CliError(f"{notebook}: cannot read its parameters cell: {err}") from err
+        raise CliError(f"{notebook}: {err}") from err
     unknown = [n for n in dict.fromkeys(names) if n not in declared]
     if unknown:
         raise CliError(
             f"{notebook}: no parameter named {', '.join(map(repr, unknown))}; its parameters "
             f"cell declares {', '.join(declared) or 'none'}"
         )
+
+
+def _check_values(notebook: Path, runs: list[dict[str, Any]]) -> None:
+    """A step's common parameters checked against their rules before papermill runs, so a bad
+    value (`-p TRIALS 0`, `-p KIND bogus`) is one line on stderr naming the parameter and the
+    rule, not a traceback inside the executed notebook."""
+    from wikiqa import experiment
+
+    if experiment.STEP_CALL not in notebook.read_text(encoding="utf-8", errors="replace"):
+        return
+    for run in runs:
+        try:
+            experiment.parameters(run)
+        except experiment.ParameterError as err:
+            raise CliError(f"{notebook}: {err}", EXIT_USAGE) from None
 
 
 def _labelled(notebook: Path, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

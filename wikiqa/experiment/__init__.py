@@ -8,6 +8,8 @@ here (and is unit-tested here), and `wikiqa experiment run` drives them through 
 
 from wikiqa.experiment.notebooks import (
     EXPERIMENTS,
+    STEP_CALL,
+    StepFailed,
     current_step,
     declared_parameters,
     execute,
@@ -43,7 +45,9 @@ from wikiqa.experiment.views import (
 __all__ = [
     "EXPERIMENTS",
     "KINDS",
+    "STEP_CALL",
     "ParameterError",
+    "StepFailed",
     "StepParameters",
     "abstention",
     "climb",

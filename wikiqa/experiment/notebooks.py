@@ -40,10 +40,15 @@ def declared_parameters(notebook: Path) -> list[str]:
     import papermill as pm
 
     try:
-        found = pm.inspect_notebook(str(notebook))
         text = notebook.read_text(encoding="utf-8")
+        json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        where = f" (line {err.lineno})" if isinstance(err, json.JSONDecodeError) else ""
+        raise ValueError(f"not a notebook: not valid notebook JSON{where}") from None
+    try:
+        found = pm.inspect_notebook(str(notebook))
     except Exception as err:  # nbformat and papermill raise their own types for a bad file
-        raise ValueError(str(err)) from err
+        raise ValueError(str(err).splitlines()[0][:200]) from err
     names = [name for name in found if name.isidentifier() and not keyword.iskeyword(name)]
     if STEP_CALL in text:
         names += [n for n in COMMON if n not in names]
@@ -78,8 +83,19 @@ def _coerce(raw: str) -> Any:
 STEP_ENV = "WIKIQA_STEP"  # set while `execute` runs a notebook: the file's own name (`step`)
 
 
+class StepFailed(RuntimeError):
+    """A notebook failed while papermill ran it; the message says where its executed copy is,
+    and that any earlier good copy was kept."""
+
+    def __init__(self, message: str, cause: BaseException) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
 def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None) -> Path:
-    """Run one notebook with papermill; the executed copy goes to results/notebooks/."""
+    """Run one notebook with papermill; the executed copy goes to results/notebooks/. It is
+    written beside its final name and renamed only on success: a failed run never overwrites an
+    earlier good copy (committed or not); it is kept as `NAME.failed.ipynb` to read."""
     import papermill as pm
 
     folder = (out or results_dir()) / "notebooks"
@@ -87,6 +103,7 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
     shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD"}}
     suffix = "".join(f"-{_slug(k.lower())}={_slug(v)}" for k, v in shown.items())
     target = folder / f"{notebook.stem}{suffix}.ipynb"
+    partial = target.with_suffix(".running.ipynb")
     saved = os.environ.get(STEP_ENV)
     os.environ[STEP_ENV] = notebook.stem  # the kernel is a child process: it inherits this
     quiet = _KnownParameters(declared_parameters(notebook))
@@ -94,20 +111,35 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
     try:
         pm.execute_notebook(
             str(notebook),
-            str(target),
+            str(partial),
             parameters=parameters,
             cwd=str(notebook.parent),
             progress_bar=False,
             kernel_manager_class=_ipc_kernel_manager(),
         )
+    except BaseException as err:
+        failed = target.with_suffix(".failed.ipynb")
+        if partial.exists():
+            _scrub_file(partial)
+            os.replace(partial, failed)
+        kept = f"; the earlier {target.name} is kept" if target.exists() else ""
+        where = f"executed copy: {failed}" if failed.exists() else "no executed copy"
+        raise StepFailed(f"{_last_line(err)} ({where}{kept})", err) from err
     finally:
         logging.getLogger("papermill").removeFilter(quiet)
         if saved is None:
             os.environ.pop(STEP_ENV, None)
         else:
             os.environ[STEP_ENV] = saved
-        _scrub_file(target)  # cell outputs may quote a key from a model API's error text
+    _scrub_file(partial)  # cell outputs may quote a key from a model API's error text
+    os.replace(partial, target)
     return target
+
+
+def _last_line(err: BaseException) -> str:
+    """The error a reader needs from papermill's long message: its last line (`Error: why`)."""
+    lines = [line for line in str(err).strip().splitlines() if line.strip()]
+    return lines[-1] if lines else type(err).__name__
 
 
 def _scrub_file(path: Path) -> None:

@@ -74,5 +74,6 @@ def parameters(namespace: dict[str, Any]) -> StepParameters:
         problems = []
         for e in err.errors():
             name = ".".join(str(p) for p in e["loc"])
-            problems.append(f"{name} = {e.get('input')!r}: {e['msg']}")
+            rule = e["msg"].removeprefix("Value error, ")
+            problems.append(f"-p {name} {e.get('input')!r}: {rule}")
         raise ParameterError("; ".join(problems)) from None

@@ -89,7 +89,7 @@ def test_resolve_spreads_each_reason_at_its_rate() -> None:
         (_bound(got.incorrect_range[0], 10, 0), _bound(got.incorrect_range[1], 10, 1))
     )
     assert low < got.incorrect_range[0] / 10 and high > got.incorrect_range[1] / 10
-    assert "of 10; 1 undecided with no labelled rate left out" in got.text()
+    assert "sampling); 1 undecided with no labelled rate left out" in got.text()
 
 
 def _bound(k: float, n: int, side: int) -> float:
@@ -151,7 +151,8 @@ def test_outcomes_cli_prints_the_estimate_and_refuses_bad_input(tmp_path: Path) 
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "undecided, no alias stated: 1 (humans: 1/4 correct, 0.25" in done.stdout
-    assert "resolved at the human rates: correct 1.2 [" in done.stdout
+    assert "resolved at the human rates:\n  correct 1.2 tasks (range " in done.stdout
+    assert "labelled rates' 95% intervals)" in done.stdout and "(95% interval " in done.stdout
     bad = subprocess.run([*cmd, "--category", "trivia"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown category" in bad.stderr
     missing = subprocess.run([*cmd[:4], "nope", *cmd[5:]], capture_output=True, text=True)

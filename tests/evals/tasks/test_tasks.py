@@ -59,6 +59,10 @@ def test_a_good_file_loads(tmp_path: Path) -> None:
         (json.dumps(GOOD | {"expected_sources": []}), r"attribution needs expected_sources"),
         (json.dumps(GOOD | {"asserts": ["regex:("]}), r"bad regular expression"),
         (json.dumps(GOOD | {"asserts": ["contains:"]}), r"needs a value after ':'"),
+        (  # a typo no longer loads and quietly fails closed (issue 25)
+            json.dumps(GOOD | {"asserts": ["icontain:Backus", "bogus-op:Zebra"]}),
+            r"tasks\.jsonl:2: unknown assert op 'icontain' \(known: contains, ",
+        ),
         (json.dumps(GOOD | {"surprise": 1}), r"surprise: Extra inputs are not permitted"),
         (
             json.dumps(GOOD | {"category": "unanswerable"}),

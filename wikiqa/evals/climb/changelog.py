@@ -38,6 +38,7 @@ class Delta(BaseModel):
     vs: str
     vs_experiment: str
     tasks: dict[str, Any]
+    note: str | None = None  # why the row compared with is not the suite's last row
 
 
 class ChangelogRow(BaseModel):
@@ -66,6 +67,7 @@ class ChangelogRow(BaseModel):
     errors: int
     parquet: str
     delta: Delta | None = None
+    delta_note: str | None = None  # why there is no delta, when there is none
 
 
 MAX_CHANGELOG_BYTES = 64 * MiB
@@ -92,11 +94,12 @@ def append(out: Path, row: ChangelogRow) -> None:
 def _delta_text(r: ChangelogRow) -> str:
     d = r.delta.tasks if r.delta is not None else None
     if not d:
-        return "-"
+        return f"- ({r.delta_note})" if r.delta_note else "-"
     mark = " **significant**" if d["significant"] else ""
     return (
         f"{d['diff']:+.3f} [{d['ci'][0]:+.2f}, {d['ci'][1]:+.2f}] vs "
         f"{r.delta.vs_experiment if r.delta else ''}, p={d['mcnemar_p']:.2f}{mark}"
+        + (f" {r.delta.note}" if r.delta and r.delta.note else "")
     )
 
 

@@ -83,7 +83,7 @@ def record(outcome: RunOutcome, policy: Policy = "explore") -> ChangelogRow | No
     twin = next((r for r in earlier if _same_inputs(r, entry)), None)
     if twin is not None:
         return twin  # the same step rerun on the same code and suite: nothing new to record
-    entry.delta = delta(entry, earlier, out, outcome.frame)
+    entry.delta, entry.delta_note = delta(entry, earlier, out, outcome.frame)
     append(out, entry)
     return entry
 
@@ -128,25 +128,33 @@ def _relative(path: Path, out: Path) -> str:
 
 def delta(
     entry: ChangelogRow, earlier: list[ChangelogRow], out: Path, frame: pd.DataFrame
-) -> Delta | None:
+) -> tuple[Delta | None, str | None]:
     """Tasks passing everything, against the last earlier row of the same suite (same hash):
     the paired difference with its 95% interval and McNemar's p, so a step that only moved
     noise says so. This run is read from memory (`frame`), the earlier one from its parquet.
-    None when there is nothing comparable (or its parquet is gone)."""
-    previous = next(
-        (
-            r
-            for r in reversed(earlier)
-            if r.suite_hash == entry.suite_hash and r.suite == entry.suite
-        ),
-        None,
-    )
-    if previous is None or not (out / previous.parquet).exists():
-        return None
+    With nothing comparable, (None, why): a reader must see that the previous step of the suite
+    ran another version of it, and how to re-anchor."""
+    same_name = [r for r in earlier if r.suite == entry.suite]
+    previous = next((r for r in reversed(same_name) if r.suite_hash == entry.suite_hash), None)
+    last = same_name[-1] if same_name else None
+    if previous is None:
+        if last is None:
+            return None, f"the first row of suite {entry.suite}"
+        return None, (
+            f"{last.experiment}, the last {entry.suite} row, ran another version of the suite "
+            f"({last.suite_hash}, now {entry.suite_hash}): rerun it on this one to re-anchor"
+        )
+    if not (out / previous.parquet).exists():
+        return None, f"{previous.experiment}'s parquet ({previous.parquet}) is gone"
     tasks = compare(pd.read_parquet(out / previous.parquet), frame).rows.get("tasks")
     if tasks is None:
-        return None
-    return Delta(vs=previous.run_id, vs_experiment=previous.experiment, tasks=tasks)
+        return None, f"no task both this run and {previous.experiment} decided"
+    skipped = ""
+    if last is not None and last.run_id != previous.run_id:
+        skipped = f" ({last.experiment}, the last {entry.suite} row, ran another suite version)"
+    return Delta(
+        vs=previous.run_id, vs_experiment=previous.experiment, tasks=tasks, note=skipped or None
+    ), None
 
 
 # What makes two recorded runs the same measurement; a dirty tree is never the same twice.

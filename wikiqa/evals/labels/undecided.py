@@ -104,8 +104,9 @@ class Estimate(BaseModel):
         def part(value: float, span: tuple[float, float]) -> str:
             low, high = self.interval(span)
             return (
-                f"{value:.1f} [{span[0]:.1f}, {span[1]:.1f}] "
-                f"({value / self.tasks:.0%}, 95% [{low:.0%}, {high:.0%}])"
+                f"{value:.1f} tasks (range {span[0]:.1f}-{span[1]:.1f} from the labelled rates' "
+                f"95% intervals); {value / self.tasks:.0%} of {self.tasks} (95% interval "
+                f"{low:.0%}-{high:.0%}, with the tasks' sampling)"
             )
 
         left = (
@@ -114,8 +115,8 @@ class Estimate(BaseModel):
             else ""
         )
         return (
-            f"resolved at the human rates: correct {part(self.correct, self.correct_range)}, "
-            f"incorrect {part(self.incorrect, self.incorrect_range)} of {self.tasks}{left}"
+            f"resolved at the human rates:\n  correct {part(self.correct, self.correct_range)}"
+            f"\n  incorrect {part(self.incorrect, self.incorrect_range)}{left}"
         )
 
 

@@ -31,7 +31,9 @@ def problem(spec: str) -> str | None:
     """Why an assert spec is malformed (for the task loader), or None."""
     op, value = parse(spec)
     if op not in KNOWN:
-        return None  # unknown ops are allowed in files and fail closed when checked
+        # a typo ("icontain") would fail closed when checked and quietly turn correctness
+        # undecided: refused at load instead, naming the ops there are
+        return f"unknown assert op {op!r} (known: {', '.join(sorted(KNOWN))})"
     if op != "is-json" and not value:
         return f"assert {spec!r} needs a value after ':'"
     if op in {"regex", "not-regex"}:

@@ -1,0 +1,117 @@
+"""The climb a researcher cannot corrupt by accident (issue 25): a notebook run any way is
+exploratory unless asked to record, a failed run never overwrites an earlier one, bad
+parameters are refused on stderr before papermill runs, and a row that cannot be compared says
+why."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wikiqa.cli import main
+from wikiqa.evals.climb import changelog
+from wikiqa.experiment import EXPERIMENTS, StepFailed, execute
+
+SMALL = {"TRIALS": 1, "LIMIT": 2}
+
+
+def test_a_step_run_by_plain_papermill_is_exploratory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copied, run top to bottom the way papermill users do (no `experiment run`): nothing goes
+    into the climb, the parquet lands in scratch, and the copy's name is not the original's."""
+    import papermill as pm
+
+    monkeypatch.setenv("WIKIQA_RESULTS", str(tmp_path / "results"))
+    copy = tmp_path / "09_my_copy.ipynb"
+    shutil.copy(EXPERIMENTS / "08_injection_defences.ipynb", copy)
+    pm.execute_notebook(str(copy), str(tmp_path / "out.ipynb"), parameters=SMALL, cwd=str(tmp_path),
+                        progress_bar=False)  # fmt: skip
+    results = tmp_path / "results"
+    assert changelog.read(results) == [] and not (results / "runs").exists()
+    parquets = list((results / "scratch" / "runs").glob("*.parquet"))
+    assert len(parquets) == 1 and "08-injection" not in parquets[0].name
+    text = (tmp_path / "out.ipynb").read_text()
+    assert "exploratory (not recorded)" in text and "08_injection_defences" not in text
+
+
+def test_a_failed_run_never_overwrites_the_earlier_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "results"
+    notebook = EXPERIMENTS / "01_agent_baseline.ipynb"
+    good = execute(notebook, SMALL | {"OUT": str(out)}, out)
+    before = good.read_bytes()
+    monkeypatch.setenv("WIKIQA_HOME", "/dev/null/x")  # the snapshot index cannot be built
+    with pytest.raises(StepFailed) as failed:
+        execute(notebook, SMALL | {"OUT": str(out)}, out)
+    assert good.read_bytes() == before, "the earlier executed notebook is kept"
+    assert f"the earlier {good.name} is kept" in str(failed.value)
+    assert good.with_suffix(".failed.ipynb").exists() and "executed copy:" in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-p", "TRIALS", "0"], "-p TRIALS 0: Input should be greater than or equal to 1"),
+        (["-p", "TRIALS", "zero"], "-p TRIALS 'zero': Input should be a valid integer"),
+        (["-p", "CONCURRENCY", "1000"], "-p CONCURRENCY 1000: Input should be less than or equal to 256"),
+        (["-p", "LIMIT", "-3"], "-p LIMIT -3: Input should be greater than or equal to 1"),
+        (["-p", "KIND", "bogus"], "-p KIND 'bogus': Input should be 'adhoc', 'baseline'"),
+        (["-p", "TRAILS", "1"], "no parameter named 'TRAILS'"),
+    ],
+)  # fmt: skip
+def test_bad_step_parameters_are_refused_before_papermill_runs(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code = main(["experiment", "run", str(EXPERIMENTS / "01_agent_baseline.ipynb"), *argv,
+                 "--out", str(tmp_path)])  # fmt: skip
+    assert code in (1, 2)
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "notebooks").exists(), "refused before anything ran"
+
+
+def test_what_is_not_a_notebook_is_one_line_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truncated = tmp_path / "cut.ipynb"
+    truncated.write_text('{"cells": [')
+    assert main(["experiment", "run", str(truncated)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{truncated}: not a notebook" in err
+    assert main(["experiment", "run", str(EXPERIMENTS / "README.md")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "README.md: not a notebook" in err
+
+
+def test_compare_finds_exploratory_runs_by_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("WIKIQA_RESULTS", str(tmp_path))
+    ids = []
+    for limit in ("2", "3"):
+        assert main(["eval", "--trials", "1", "--limit", limit, "--json"]) == 0
+        ids.append(json.loads(capsys.readouterr().out)["meta"]["run_id"])
+    assert (tmp_path / "scratch" / "runs" / f"{ids[0]}.parquet").exists()
+    assert main(["compare", *ids]) == 0
+    assert f"A {ids[0]}" in capsys.readouterr().out
+    assert main(["compare", ids[0], "20990101T000000Z-nope"]) == 1
+    assert "scratch" in capsys.readouterr().err  # it says where it looked
+
+
+def test_a_row_after_a_suite_change_says_why_it_has_no_delta(tmp_path: Path) -> None:
+    from wikiqa.evals import RunConfig, evaluate
+
+    suite = tmp_path / "suite.jsonl"
+    lines = (EXPERIMENTS / "suite" / "dev.jsonl").read_text().splitlines()
+    suite.write_text("\n".join(lines[:3]) + "\n")
+    config = RunConfig(suite=str(suite), trials=1, out=tmp_path / "r", experiment="08_x")
+    evaluate(config, "record", progress=False)
+    suite.write_text("\n".join(lines[:4]) + "\n")  # the suite changed under the climb
+    _, row = evaluate(config.model_copy(update={"experiment": "09_y"}), "record", progress=False)
+    assert row is not None and row.delta is None
+    assert row.delta_note is not None and "08_x" in row.delta_note and "re-anchor" in row.delta_note
+    assert "re-anchor" in (tmp_path / "r" / "CHANGELOG.md").read_text()
