@@ -106,8 +106,8 @@ MODELS: dict[str, KnownModel] = {
         ),
         KnownModel(
             name="qwen-0.5b",
-            alias="qwen2.5-0.5b-q4",
-            title="Qwen2.5 0.5B (the 1.5B's sibling), quantised GGUF",
+            alias="qwen2.5-coder-0.5b-instruct-q4_k_m",
+            title="Qwen2.5-Coder-0.5B-Instruct (converted from the AWQ build), Q4_K_M",
             licence="Apache-2.0",
             install="`make qwen-0.5b`",
             parts=_chunks(
@@ -120,7 +120,7 @@ MODELS: dict[str, KnownModel] = {
             ),
             size=QWEN_SMALL_SIZE,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            filename="qwen2.5-0.5b-q4.gguf",
+            filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         ),
     )
 }

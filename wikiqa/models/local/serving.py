@@ -13,6 +13,7 @@ our tool-call chat handler (`wikiqa.models.local.chat` says why not llama-cpp-py
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -111,17 +112,22 @@ def start(
     host: str = "127.0.0.1",
     port: int | None = None,
     timeout: float = 120.0,
+    log: Path | None = None,
+    threads: int = 2,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start the server for a model name or GGUF path (default SmolLM2) in the background and
-    wait until it answers; returns (process, spec)."""
+    wait until it answers; returns (process, spec). With `log`, the server appends every raw
+    completion and llama.cpp's timings for it to that JSONL file."""
     try:
         import llama_cpp  # noqa: F401
     except ImportError as err:
         raise LocalModelError("llama-cpp-python is not installed: `make test-local`") from err
     port = port or free_port(PORT)
     gguf = gguf_for(model)
+    env = os.environ | ({"WIKIQA_LOCAL_LOG": str(log)} if log is not None else {})
     process = subprocess.Popen(
-        server_command(gguf, host, port),
+        server_command(gguf, host, port, threads=threads),
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
