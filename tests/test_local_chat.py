@@ -207,3 +207,45 @@ def test_tool_tags_in_retrieved_text_cannot_end_the_tool_turn() -> None:
     prompt = _prompt_fetching(planted, "When was Hopper born?")
     assert prompt.count("</tool_response>") == 1  # only the real end of the tool turn
     assert "‹/tool_response>" in prompt and "‹tool_call>" in prompt
+
+
+def test_tools_are_advertised_as_qwens_template_does_and_results_share_one_turn() -> None:
+    calls = [
+        ToolCall(id=f"c{i}", name="get_article", arguments={"title": t})
+        for i, t in enumerate("ABC")
+    ]
+    messages = to_openai(
+        "Answer from Wikipedia.",
+        [
+            UserMessage(text="q"),
+            AssistantMessage(tool_calls=calls),
+            *(ToolResult(call_id=c.id, name=c.name, content=f"text {c.arguments['title']}") for c in calls),
+        ],
+    )  # fmt: skip
+    prompt = render_prompt(messages, openai_tools())
+    system = prompt.split("<|im_end|>")[0]
+    assert (
+        "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+        in system
+    )
+    specs = system.split("<tools>\n", 1)[1].split("\n</tools>", 1)[0].splitlines()
+    assert [json.loads(s)["function"]["name"] for s in specs] == [t.name for t in TOOLS]
+    assert all(json.loads(s)["type"] == "function" for s in specs)
+    assert system.endswith(
+        '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+    )
+    turns = prompt.split("<|im_start|>")[1:]
+    assert [t.split("\n", 1)[0] for t in turns] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert turns[3] == (
+        "user\n<tool_response>\ntext A\n</tool_response>\n<tool_response>\ntext B\n"
+        "</tool_response>\n<tool_response>\ntext C\n</tool_response><|im_end|>\n"
+    )
+    # the system turn depends only on the system text and tools: the cached prefix across tasks
+    other = to_openai("Answer from Wikipedia.", [UserMessage(text="another question")])
+    assert render_prompt(other, openai_tools()).startswith(system)

@@ -7,7 +7,8 @@ imports its implementation only when asked, so the offline path never loads an S
 
     model specs   extractive[:key=value,...]   offline deterministic policy (the default)
                   anthropic:<model>            Claude through the anthropic SDK
-                  openai:<model>@<base_url>    any OpenAI-compatible server
+                  openai:<model>@<base_url>[;key=value,...]   any OpenAI-compatible server
+                                               (options: tool_choice, prompt levers)
                   scripted:<file.json>         replays tool calls from a file (tests, drills)
     source specs  snapshot                     the pinned offline snapshot (the default)
                   live, live:<host>            MediaWiki
@@ -49,10 +50,11 @@ def open_model(spec: str = "extractive") -> Model:
     if kind == "openai" and rest:
         from wikiqa.models.openai_model import OpenAIModel
 
+        rest, _, extra = rest.partition(";")  # options after the URL: `...@<url>;brief=1`
         # Split at the `@` that starts the URL: the URL may hold one too (`http://user:pw@host`).
         at = re.search(r"@(?=https?://)", rest) or re.search(r"@[^@]*$", rest)
         model, base_url = (rest[: at.start()], rest[at.start() + 1 :]) if at else (rest, "")
-        return OpenAIModel(model, base_url=base_url or None)
+        return OpenAIModel(model, base_url=base_url or None, options=_options(extra))
     if kind == "scripted" and rest:
         from wikiqa.models import ScriptedModel
 

@@ -13,6 +13,11 @@ The locked design (from the seed), and where each rule lives below:
   that keeps searching is made to decide instead of running out (`_offered`). The tool list sent
   to the model never changes: a search in the closing phase gets an error result saying to
   decide, because changing `tools` would invalidate the provider's cached prompt prefix.
+- Turns that must decide ask for a tool call (`CallOptions(tool_choice="required")`): after a
+  plain-text reply (with the repair nudge), after a rejected submission, and in the closing
+  phase. Plain text is never a move in this loop, and small local models (Qwen2.5 1.5B) answer
+  in prose first; our llama.cpp server enforces the request with a grammar, other providers
+  treat it as they treat `tool_choice`. Other turns stay free, so the model may still search.
 - A call that repeats one already made in this run is not run again; the model is told so
   (small models copy their previous turn and would otherwise spend the budget on it).
 - Citation-forced grounding: a submission whose quotes are not verbatim spans of articles fetched
@@ -60,6 +65,7 @@ from wikiqa.models import (
     TERMINAL,
     TOOLS,
     AssistantMessage,
+    CallOptions,
     Message,
     Model,
     ModelTurn,
@@ -78,6 +84,7 @@ CLOSING = 2  # the last calls of the budget, kept for a submission and its one r
 # Stop reasons by which a model (Claude's `refusal`, an OpenAI-compatible content filter)
 # declines: a decision to report as the agent's refusal, not an infrastructure error.
 MODEL_REFUSALS = frozenset({"refusal", "content_filter"})
+DECIDING = CallOptions(tool_choice="required")
 
 
 class Agent:
@@ -209,10 +216,17 @@ class _Run:
             ]
             state.messages.append(AssistantMessage(tool_calls=reads))
             state.messages.extend(run_tool(state, call) for call in reads)
-        nudged = False
+        nudged = deciding = False
         while True:
             offered = self._offered()  # enforced on the calls below, not sent: see the docstring
-            turn = self._model_turn(system_prompt(self.agent.spotlight), tools=TOOLS)
+            # A turn that must decide asks for a tool call (a grammar, where the server has
+            # one): plain text there is a dead end, and small models answer in prose.
+            deciding = deciding or offered != TOOLS
+            turn = self._model_turn(
+                system_prompt(self.agent.spotlight),
+                tools=TOOLS,
+                options=DECIDING if deciding else None,
+            )
             if turn.stop_reason in MODEL_REFUSALS:
                 return Refusal(
                     reason=f"The model declined to answer (stop reason {turn.stop_reason}).",
@@ -224,7 +238,7 @@ class _Run:
                     return Refusal(
                         reason="The model gave no answer or refusal.", reason_code="no_decision"
                     )
-                nudged = True
+                nudged = deciding = True
                 state.messages.append(UserMessage(text=NUDGE))
                 continue
             results: list[Message] = []
@@ -239,6 +253,7 @@ class _Run:
                     outcome = decide(state, call)
                     if not isinstance(outcome, ToolResult):
                         return outcome
+                    deciding = True  # a rejected submission: the repair turn decides again
                     results.append(outcome)
                 else:
                     results.append(run_tool(state, call, offered))
@@ -258,10 +273,17 @@ class _Run:
         return Answer(text=turn.message.text.strip(), citations=[])
 
     def _model_turn(
-        self, system: str = SYSTEM_PROMPT, tools: Sequence[ToolSpec] = TOOLS
+        self,
+        system: str = SYSTEM_PROMPT,
+        tools: Sequence[ToolSpec] = TOOLS,
+        options: CallOptions | None = None,
     ) -> ModelTurn:
         state, start = self.state, time.perf_counter()
-        turn = self.agent.model(system, state.messages, tools)
+        turn = (
+            self.agent.model(system, state.messages, tools, options)
+            if options is not None
+            else self.agent.model(system, state.messages, tools)
+        )
         latency = (time.perf_counter() - start) * 1000
         state.model_calls += 1
         state.cached_calls += turn.cached
@@ -279,6 +301,7 @@ class _Run:
                 for c in turn.message.tool_calls
             ],
             cached=turn.cached,
+            tool_choice=options.tool_choice if options is not None else None,
         )
         return turn
 

@@ -1,63 +1,124 @@
-"""The `local` benchmark: how fast the real local model is (needs the `local` extra), served raw
-and answering as the agent's model."""
+"""The `local` benchmark: how fast a real local model answers as the agent's model (needs the
+`local` extra; `--model qwen` needs the `qwen` one too).
+
+Each agent question runs through the ordinary `openai:` provider against llama.cpp's server, on
+dev questions in suite order. Per call it prints llama.cpp's own counters, logged by our handler
+(`WIKIQA_LOCAL_LOG`): prompt tokens evaluated (prefill) and read from the KV cache, prefill and
+decode tokens per second; per task the wall time, with p50 and p95. The system prompt and tool
+specs are the same for every task, so after the first task llama.cpp prefills only what follows
+them (the question and the articles); within a task each turn reuses the previous turn's prefix.
+"""
 
 from __future__ import annotations
 
+import json
 import statistics
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
 from wikiqa.bench.report import percentile
-from wikiqa.bench.sources import load_pairs
 from wikiqa.sources import SnapshotSource
 
 
-def bench_local(questions: int = 5) -> dict[str, float]:
-    """The local model (needs the `local` extra): raw decode and prompt speed of the served
-    SmolLM2, then agent questions through it (read_first=1) for per-call latency and seconds
-    per question. Decoding is greedy; every prompt differs so llama.cpp's prefix cache cannot
-    flatter the prompt figure."""
-    import openai
-
+def bench_local(
+    model: str = "smollm2", questions: int = 8, read_first: int = 3, options: str = ""
+) -> dict[str, Any]:
+    """Figures for `questions` dev questions answered through the served `model` (a catalog
+    name or GGUF path) with `read_first` leads fetched up front; `options` are openai spec
+    options (`tool_choice=auto`, `brief=1`)."""
     from wikiqa.agent import Agent
+    from wikiqa.evals import load_tasks, resolve_suite
     from wikiqa.models import local as local_model
     from wikiqa.registry import open_model
 
-    process, spec = local_model.start()
-    try:
-        name, base_url = spec.removeprefix("openai:").split("@", 1)
-        client = openai.OpenAI(api_key="not-needed", base_url=base_url, timeout=600)
-        source = SnapshotSource()
-        leads = [source.get_article(p.titles[0]) for p in load_pairs()[:30]]
-        text = " ".join(a.text for a in leads if a is not None)
-
-        def rate(content: str, max_tokens: int) -> tuple[float, float]:
-            """(prompt, completion) tokens per second of wall time for one request."""
-            start = time.perf_counter()
-            reply = client.chat.completions.create(
-                model=name, messages=[{"role": "user", "content": content}], max_tokens=max_tokens
-            )
-            elapsed = time.perf_counter() - start
-            assert reply.usage is not None
-            return reply.usage.prompt_tokens / elapsed, reply.usage.completion_tokens / elapsed
-
-        decode = [rate(f"Tell me about the number {i + 7}.", 128)[1] for i in range(3)]
-        prompt = [rate(f"{i}: {text[: 4000 + 500 * i]}", 1)[0] for i in range(3)]
-        agent = Agent(open_model(spec), source, read_first=1)
-        calls: list[float] = []
-        per_question: list[float] = []
-        for pair in load_pairs()[:questions]:
-            result = agent.ask(pair.question)
-            calls += [e.latency_ms / 1000 for e in result.trace if e.kind == "model"]
-            per_question.append(result.latency_ms / 1000)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    tasks = [t for t in load_tasks(resolve_suite("dev")) if not t.injection][:questions]
+    with tempfile.TemporaryDirectory() as scratch:
+        log = Path(scratch) / "calls.jsonl"
+        log.touch()
+        process, spec = local_model.start(model, log=log, timeout=300)
+        try:
+            spec += f";{options}" if options else ""
+            agent = Agent(open_model(spec), SnapshotSource(), read_first=read_first)
+            calls: list[dict[str, Any]] = []
+            per_task: list[dict[str, Any]] = []
+            for index, task in enumerate(tasks):
+                seen, start = len(calls), time.perf_counter()
+                result = agent.ask(task.question)
+                wall = time.perf_counter() - start
+                lines = log.read_text(encoding="utf-8").splitlines()
+                calls += [_call(index, json.loads(line)) for line in lines[seen:]]
+                per_task.append(
+                    {
+                        "task": task.id,
+                        "seconds": round(wall, 2),
+                        "calls": len(calls) - seen,
+                        "outcome": result.output.kind,
+                        "answer": getattr(result.output, "text", None),
+                        "reason": getattr(result.output, "reason_code", None),
+                    }
+                )
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    seconds = [t["seconds"] for t in per_task]
     return {
-        "decode_tokens_per_s": statistics.median(decode),
-        "prompt_tokens_per_s": statistics.median(prompt),
-        "questions": float(questions),
-        "model_calls": float(len(calls)),
-        "call_p50_s": statistics.median(calls),
-        "call_p95_s": percentile(calls, 95),
-        "seconds_per_question": statistics.mean(per_question),
+        "model": model,
+        "spec": spec,
+        "read_first": read_first,
+        "calls": calls,
+        "tasks": per_task,
+        "task_p50_s": round(statistics.median(seconds), 2),
+        "task_p95_s": round(percentile(seconds, 95), 2),
+        "prefill_tokens_per_s_p50": round(
+            statistics.median(c["prefill_per_s"] for c in calls if c["prefill"]), 1
+        ),
+        "decode_tokens_per_s_p50": round(
+            statistics.median(c["decode_per_s"] for c in calls if c["decode"]), 1
+        ),
     }
+
+
+def _call(task: int, record: dict[str, Any]) -> dict[str, Any]:
+    timings, usage = record["timings"], record["usage"]
+    return {
+        "task": task,
+        "prompt": usage["prompt_tokens"],
+        "cached": usage["prompt_tokens_details"]["cached_tokens"],
+        "prefill": timings["prompt_n"],
+        "prefill_per_s": timings["prompt_per_second"],
+        "decode": timings["predicted_n"],
+        "decode_per_s": timings["predicted_per_second"],
+        "seconds": round(timings["wall_ms"] / 1000, 2),
+        "tool_choice": record["tool_choice"],
+        "call": record["text"].lstrip()[:40],
+    }
+
+
+def report(figures: dict[str, Any]) -> str:
+    """The per-call table, the per-task table and the summary, as printed."""
+    lines = [
+        f"local model {figures['model']} via llama.cpp (2 threads, greedy), read_first "
+        f"{figures['read_first']}: {figures['spec']}",
+        "task call  prompt cached prefill  prefill/s decode decode/s  wall_s  choice    reply",
+    ]
+    for number, c in enumerate(figures["calls"]):
+        lines.append(
+            f"{c['task']:>4} {number:>4} {c['prompt']:>7} {c['cached']:>6} {c['prefill']:>7} "
+            f"{c['prefill_per_s']:>10.1f} {c['decode']:>6} {c['decode_per_s']:>8.1f} "
+            f"{c['seconds']:>7.2f}  {c['tool_choice'] or '-':<9} {c['call']!r}"
+        )
+    lines.append("task                            seconds calls outcome")
+    for t in figures["tasks"]:
+        answer = t["answer"] if t["outcome"] == "answer" else t["reason"]
+        lines.append(
+            f"{t['task'][:30]:<30} {t['seconds']:>8.2f} {t['calls']:>5} {t['outcome']}: "
+            f"{str(answer)[:60]!r}"
+        )
+    lines.append(
+        f"per task: p50 {figures['task_p50_s']:.2f} s, p95 {figures['task_p95_s']:.2f} s "
+        f"({len(figures['tasks'])} tasks); prefill p50 {figures['prefill_tokens_per_s_p50']} "
+        f"tokens/s, decode p50 {figures['decode_tokens_per_s_p50']} tokens/s"
+    )
+    return "\n".join(lines)

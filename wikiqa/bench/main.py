@@ -15,6 +15,7 @@ from wikiqa.bench.injection import bench_injection
 from wikiqa.bench.injection import report as injection_report
 from wikiqa.bench.load import bench_load
 from wikiqa.bench.local import bench_local
+from wikiqa.bench.local import report as local_report
 from wikiqa.bench.public import bench_public
 from wikiqa.bench.reading import bench_reading
 from wikiqa.bench.reading import report as reading_report
@@ -54,6 +55,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="public",
         help="reading: the suite (dev, public or a path; no holdout)",
     )
+    parser.add_argument(
+        "--model", default="smollm2", help="local: a model name (smollm2, qwen, qwen-0.5b)"
+    )
+    parser.add_argument("--questions", type=int, default=8, help="local: dev questions")
+    parser.add_argument("--read-first", type=int, default=3, help="local: leads fetched first")
+    parser.add_argument(
+        "--options", default="", help="local: openai spec options, e.g. tool_choice=auto,brief=1"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     with scrubbed_output():
@@ -90,10 +99,8 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         report = "load (wikiqa serve with a token, offline, loopback, idle flood running)\n"
         report += "\n".join(line(k, v, "{:.1f}") for k, v in figures.items())
     elif args.suite == "local":
-        figures = bench_local()
-        report = "local model (SmolLM2-135M via llama.cpp, 2 threads, greedy)\n" + "\n".join(
-            line(k, v, "{:.2f}") for k, v in figures.items()
-        )
+        figures = bench_local(args.model, args.questions, args.read_first, args.options)
+        report = local_report(figures)
     else:
         figures = bench_injection(args.bipia, args.attacks, args.misinformation)
         report = injection_report(figures)

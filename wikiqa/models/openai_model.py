@@ -1,21 +1,26 @@
 """Any OpenAI-compatible chat server (OpenAI, Ollama, llama.cpp server, vLLM) with tool calling.
 
-Spec: `openai:<model>@<base_url>`, e.g. `openai:qwen2.5:7b@http://127.0.0.1:11434/v1`. Local
-servers ignore the API key, so a placeholder is sent when none is configured. Failures are
-retried like the Anthropic provider's, then reported as `ModelUnavailable`.
+Spec: `openai:<model>@<base_url>[;key=value,...]`, e.g.
+`openai:qwen2.5:7b@http://127.0.0.1:11434/v1` or `openai:qwen@http://127.0.0.1:8080/v1;brief=1`.
+Options: `tool_choice=auto|required` overrides what the agent asks per turn (by default `auto`,
+and `required` on turns that must decide), and the prompt levers of `wikiqa.models.levers`.
+Local servers ignore the API key, so a placeholder is sent when none is configured. Failures
+are retried like the Anthropic provider's, then reported as `ModelUnavailable`. A reply whose
+tool call came back as text (a server without a tool parser) is read by `wikiqa.models.textcalls`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx2
 import openai
 
 from wikiqa.config import Settings, reveal
+from wikiqa.models import levers, textcalls
 from wikiqa.models.hosts import check_base_url, redact_userinfo
 from wikiqa.models.protocol import (
     AssistantMessage,
@@ -90,13 +95,20 @@ def _parse_call(index: int, call: Any) -> ToolCall:
     )
 
 
-def from_openai(response: Any) -> ModelTurn:
+def from_openai(response: Any, tool_names: frozenset[str] = frozenset()) -> ModelTurn:
     if not response.choices:
         raise Transient("malformed response (no choices)")
     choice = response.choices[0]
 
     message = choice.message
     calls = [_parse_call(i, c) for i, c in enumerate(message.tool_calls or [])]
+    text = (message.content or "").strip()
+    if not calls and tool_names and text:
+        # a call written as text (no tool parser on the server): read it, as the model meant it
+        found = textcalls.read(text, tool_names)
+        if found is not None:
+            text = found[0]
+            calls = [_parse_call(i, c) for i, c in enumerate(_Raw.wrap(found[1]))]
     if choice.finish_reason == "length":  # cut off by the token limit: never a whole call
         calls = [
             c.model_copy(update={"error": "the reply hit the output-token limit and the call "
@@ -108,7 +120,7 @@ def from_openai(response: Any) -> ModelTurn:
     if usage is not None and usage.prompt_tokens_details is not None:
         cached = usage.prompt_tokens_details.cached_tokens or 0
     return ModelTurn(
-        message=AssistantMessage(text=(message.content or "").strip(), tool_calls=calls),
+        message=AssistantMessage(text=text, tool_calls=calls),
         usage=TokenUsage(
             input_tokens=(usage.prompt_tokens - cached) if usage else 0,
             output_tokens=usage.completion_tokens if usage else 0,
@@ -117,6 +129,20 @@ def from_openai(response: Any) -> ModelTurn:
         stop_reason=choice.finish_reason,
         model=response.model or "",
     )
+
+
+class _Raw:
+    """A call read from text, shaped like the SDK's tool-call objects for `_parse_call`."""
+
+    def __init__(self, index: int, name: str, arguments: str) -> None:
+        self.id = f"call_text_{index}"
+        self.function = self
+        self.name, self.arguments = name, arguments
+        self.model_extra: dict[str, Any] = {}
+
+    @classmethod
+    def wrap(cls, calls: list[tuple[str, str]]) -> list[_Raw]:
+        return [cls(i, name, arguments) for i, (name, arguments) in enumerate(calls)]
 
 
 # OpenAI's reasoning models (o-series, gpt-5 onwards) accept only the default temperature.
@@ -139,9 +165,16 @@ class OpenAIModel:
         sdk_max_retries: int = 0,
         retry: RetryPolicy | None = None,
         http_client: httpx2.Client | None = None,
+        options: Mapping[str, str] | None = None,
     ) -> None:
         settings = Settings()
         self.model = model
+        self.options = dict(options or {})
+        self.tool_choice = self.options.pop("tool_choice", None)
+        if self.tool_choice not in (None, "auto", "required"):
+            raise ValueError(f"tool_choice={self.tool_choice!r}: expected auto or required")
+        self.levers = levers.check(self.options)
+        self.options = dict(options or {})  # as given, for the spec
         self.base_url = base_url or settings.openai_base_url
         if self.base_url is not None:
             check_base_url(self.base_url, settings.allow_any_host)
@@ -166,7 +199,10 @@ class OpenAIModel:
     def spec(self) -> str:
         # Recorded with every result and shown by /healthz: never a password from the URL.
         base = redact_userinfo(self.base_url) if self.base_url else ""
-        return f"openai:{self.model}" + (f"@{base}" if base else "")
+        extra = ",".join(f"{k}={v}" for k, v in self.options.items())
+        return (
+            f"openai:{self.model}" + (f"@{base}" if base else "") + (f";{extra}" if extra else "")
+        )
 
     def __call__(
         self,
@@ -181,7 +217,7 @@ class OpenAIModel:
         request: dict[str, Any] = {
             "model": self.model,
             limit: self.max_tokens,
-            "messages": to_openai(system, messages),
+            "messages": to_openai(levers.apply(system, self.levers), messages),
         }
         if tools:  # judges call without tools
             request["tools"] = [
@@ -195,7 +231,8 @@ class OpenAIModel:
                 }
                 for t in tools
             ]
-            request["tool_choice"] = "auto"
+            asked = options.tool_choice if options is not None else None
+            request["tool_choice"] = self.tool_choice or asked or "auto"
         if options is not None and options.temperature is not None and not _reasoning(self.model):
             request["temperature"] = options.temperature
         if options is not None and options.response_schema is not None:
@@ -204,7 +241,8 @@ class OpenAIModel:
                 "json_schema": {"name": options.schema_name, "schema": options.response_schema},
             }
         try:
-            return self.retry.call(lambda: from_openai(self._create(request)))
+            names = frozenset(t.name for t in tools)
+            return self.retry.call(lambda: from_openai(self._create(request), names))
         except GaveUp as err:
             raise ModelUnavailable(f"openai-compatible server: {err}") from err
 

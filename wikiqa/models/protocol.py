@@ -114,6 +114,14 @@ class CallOptions(BaseModel):
         None, description="JSON schema of the reply, enforced where the provider supports it."
     )
     schema_name: str = Field("verdict", pattern=r"^[a-zA-Z0-9_-]{1,64}$")
+    tool_choice: Literal["auto", "required"] | None = Field(
+        None,
+        description=(
+            "`required`: the reply must be a tool call. The agent asks for it on turns that "
+            "must decide (after a plain-text reply, after a rejected submission); "
+            "grammar-constrained servers (our llama.cpp handler) enforce it while decoding."
+        ),
+    )
 
 
 class ModelUnavailable(Exception):

@@ -176,7 +176,7 @@ class Judge:
             "model": turn.model,
             "prompt": prompt,
             "response": response,
-            "options": options.model_dump(exclude={"response_schema"}),
+            "options": options.model_dump(exclude={"response_schema"}, exclude_none=True),
             "fallback": fallback,
             "cached": turn.cached,
             "tokens": turn.usage.model_dump(),

