@@ -22,6 +22,15 @@ def test_a_steps_lever_joins_the_levers_model_sets() -> None:
     assert with_lever("anthropic:claude-sonnet-4-6", "hits_read", 5) == (
         "anthropic:claude-sonnet-4-6"
     )
+    # a served model's prompt levers are spec options after `;`, joined the same way
+    url = "openai:qwen@http://127.0.0.1:8080/v1"
+    assert with_lever(url, "brief", 1) == f"{url};brief=1"
+    assert with_lever(f"{url};tool_choice=required", "brief", 1) == (
+        f"{url};tool_choice=required,brief=1"
+    )
+    assert with_lever("local:qwen", "short_quote", 1) == "local:qwen;short_quote=1"
+    with pytest.raises(ValueError, match="brief is set twice"):
+        with_lever(f"{url};brief=0", "brief", 1)
 
 
 def test_the_climb_is_grouped_by_suite_in_order(tmp_path: Path) -> None:

@@ -169,7 +169,7 @@ def _slug(value: Any) -> str:
 
 
 # What each optional extra a step may require must make importable.
-EXTRA_MODULES = {"local": "llama_cpp"}
+EXTRA_MODULES = {"local": "llama_cpp", "qwen": "llama_cpp"}
 
 
 def requires(notebook: Path) -> str | None:

@@ -55,6 +55,9 @@ class StepParameters(BaseModel):
         None, ge=16, le=32768, description="None: the default | output tokens per model call"
     )
     TIMEOUT: float | None = Field(None, gt=0, description="None: the default | seconds per call")
+    RESUME: str | None = Field(
+        None, description="None: a new run | the run id of an interrupted run to finish"
+    )
 
 
 COMMON = tuple(StepParameters.model_fields)

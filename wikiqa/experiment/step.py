@@ -19,7 +19,7 @@ import pandas as pd
 from wikiqa.agent import DEFAULT_BUDGET
 from wikiqa.evals import RunConfig, RunOutcome, evaluate, render, results_dir, scratch_dir
 from wikiqa.evals.analysis import COLUMNS, Summary
-from wikiqa.evals.climb import ChangelogRow
+from wikiqa.evals.climb import ChangelogRow, Policy
 from wikiqa.experiment.notebooks import STEP_ENV
 from wikiqa.experiment.params import ParameterError, StepParameters, parameters
 
@@ -42,7 +42,8 @@ def step(namespace: Mapping[str, Any], **levers: object) -> RunOutcome:
     _show_parameters(p, name, model, out)
     with _model_settings(p), _served(model) as spec:
         config = _config(p, name or "unnamed-step", spec, out)
-        outcome, row = evaluate(config, "record" if p.RECORD else "explore", progress=False)
+        policy: Policy = "record" if p.RECORD else "explore"
+        outcome, row = evaluate(config, policy, p.RESUME, progress=False, notify=_tell)
     show(outcome, row, name or "unnamed-step")
     return outcome
 
@@ -57,6 +58,11 @@ def step_name_of(namespace: Mapping[str, Any]) -> str | None:
         if isinstance(found, str) and found.endswith(".ipynb"):
             return Path(found).stem
     return None
+
+
+def _tell(message: str) -> None:
+    """Progress of a long run, as it goes (a line every tenth of its trials)."""
+    print(message, flush=True)
 
 
 def _config(p: StepParameters, name: str, model: str, out: Path) -> RunConfig:
@@ -91,15 +97,20 @@ def _model_settings(p: StepParameters) -> Iterator[None]:
 
 @contextmanager
 def _served(model: str) -> Iterator[str]:
-    """`local` starts the local model's server for the run (and stops it); any other spec is
-    used as given."""
-    if model != "local":
+    """`local` (SmolLM2) or `local:NAME` (a catalogued model: `local:qwen`) starts that model's
+    server on loopback for the run and stops it after; spec options after `;` (`local:qwen;
+    brief=1`) join the served spec's. Any other spec is used as given."""
+    if model != "local" and not model.startswith("local:"):
         yield model
         return
     from wikiqa.models import local as local_model
 
-    server, spec = local_model.start()
+    name, _, options = model.removeprefix("local").removeprefix(":").partition(";")
+    server, spec = local_model.start(name or None)
     try:
+        for option in filter(None, options.split(",")):
+            key, _, value = option.partition("=")
+            spec = with_lever(spec, key, value)
         yield spec
     finally:
         server.terminate()
@@ -150,19 +161,24 @@ def show(outcome: RunOutcome, row: ChangelogRow | None, name: str) -> None:
 
 
 def with_lever(model: str, lever: str, value: object) -> str:
-    """`model` with one extractive lever set (`extractive:scoring=idf` + hits_read=5 ->
-    `extractive:scoring=idf,hits_read=5`), so a step's own lever survives a MODEL that sets
-    others. The same lever set both ways is a mistake, said at once; another model is returned
-    unchanged (the lever is the extractive answerer's)."""
-    kind, _, options = model.partition(":")
-    if kind != "extractive":
-        print(f"{lever} applies to the extractive answerer only; running {model} unchanged")
+    """`model` with one lever set, so a step's own lever survives a MODEL that sets others: an
+    extractive option (`extractive:scoring=idf` + hits_read=5 -> `extractive:scoring=idf,
+    hits_read=5`), or a spec option of an `openai:` or `local:` model (`;brief=1`). The same
+    lever set both ways is a mistake, said at once; an `anthropic:` model is returned unchanged."""
+    kind, _, rest = model.partition(":")
+    if kind == "extractive":
+        head, options, sep = "extractive:", rest, ","
+    elif kind in ("openai", "local"):
+        base, _, options = model.partition(";")
+        head, sep = base + ";", ","
+    else:
+        print(f"{lever} is not an option of {model}; running it unchanged")
         return model
-    given = dict(item.split("=", 1) for item in filter(None, options.split(",")) if "=" in item)
+    given = dict(item.split("=", 1) for item in filter(None, options.split(sep)) if "=" in item)
     if lever in given and given[lever] != str(value):
         raise ValueError(f"{lever} is set twice: {given[lever]} in MODEL, {value} as the lever")
     given[lever] = str(value)
-    return "extractive:" + ",".join(f"{k}={v}" for k, v in given.items())
+    return head + sep.join(f"{k}={v}" for k, v in given.items())
 
 
 def table(summary: Summary) -> pd.DataFrame:
