@@ -33,8 +33,12 @@ def test_a_steps_lever_joins_the_levers_model_sets() -> None:
         with_lever(f"{url};brief=0", "brief", 1)
 
 
-def test_the_climb_is_grouped_by_suite_in_order(tmp_path: Path) -> None:
-    from wikiqa.experiment import climb
+def test_the_climb_keeps_the_order_runs_were_recorded_and_pairs_the_newest(
+    tmp_path: Path,
+) -> None:
+    """Sorting by suite made "the last run" the last public row, not the newest (issue 25):
+    the climb is chronological, and the newest run is compared with its suite's previous row."""
+    from wikiqa.experiment import climb, latest_pair
 
     rows: list[dict[str, object]] = [
         {"date": "d", "run_id": f"r{i}", "experiment": f"0{i}_x", "change": "", "kind": "k",
@@ -46,8 +50,10 @@ def test_the_climb_is_grouped_by_suite_in_order(tmp_path: Path) -> None:
     ]  # fmt: skip
     (tmp_path / "changelog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     frame = climb(tmp_path)
-    assert list(frame["suite"]) == ["dev", "dev", "public", "public"]
-    assert list(frame["run_id"]) == ["r0", "r2", "r1", "r3"]
+    assert list(frame["suite"]) == ["dev", "public", "dev", "public"]
+    assert list(frame["run_id"]) == ["r0", "r1", "r2", "r3"] and list(frame["row"]) == [1, 2, 3, 4]
+    assert latest_pair(tmp_path) == ("r1", "r3")
+    assert list(frame["tasks_low"].round(2))[:1] == [0.0] and frame["Δ tasks [95% CI]"][0] == "-"
     assert frame["tasks"].iloc[0] == "0/9 [0.00, 0.30]"
 
 

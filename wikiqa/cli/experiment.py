@@ -42,7 +42,8 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         raise CliError("give one -p OUT (or --out) per invocation", EXIT_USAGE)
     out = args.out or (Path(given.pop()) if given else None)
     out = out or (results_dir() if args.record else scratch_dir())
-    runs = [r | {"OUT": str(out)} for r in runs]
+    # relative to the repository when inside it: executed notebooks show no machine's paths
+    chosen = {"OUT": _shown(out)}
     for notebook in notebooks:
         extra = experiment.missing_extra(Path(notebook))
         if extra is not None:  # `experiments/0*.ipynb` on a fresh clone: say so, go on
@@ -55,7 +56,11 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         # `experiment run` records a step into the folder it chose (scratch's own change log, or
         # the climb with --record); a step run any other way is exploratory unless it sets RECORD.
         takes = experiment.declared_parameters(Path(notebook))
-        recorded = [({"RECORD": True} if "RECORD" in takes else {}) | r for r in runs]
+        # a step writes where this command chose; a notebook that reads runs (hillclimb,
+        # failures) reads the committed climb unless given -p OUT
+        step = "RECORD" in takes
+        where = chosen if step or given or args.out else {}
+        recorded = [({"RECORD": True} if step else {}) | r | where for r in runs]
         for parameters in _labelled(Path(notebook), recorded):
             before = len(changelog.read(out))
             started = time.time()
@@ -75,17 +80,32 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
             ]
             for parquet in parquets:
                 print(experiment.summary_of(experiment.load_run(parquet)))
-                print(f"parquet:            {parquet}")
-            print(f"executed notebook:  {executed}")
+                print(f"parquet:            {_shown(parquet)}")
+            print(f"executed notebook:  {_shown(executed)}")
             if rows:
-                print(f"change log:         {out / 'CHANGELOG.md'}")
+                print(f"change log:         {_shown(out / 'CHANGELOG.md')}")
+            elif "RECORD" not in takes:
+                print("change log:         (this notebook reads runs; it records none)")
+            elif not parameters.get("RECORD"):
+                print("change log:         not recorded: RECORD is false (exploratory)")
             else:
                 print(
-                    "change log:         not recorded (RECORD=False, or the same inputs as a row)"
+                    "change log:         not recorded: a row with the same inputs (clean commit, "
+                    "suite, parameters) is already there; a rerun adds nothing"
                 )
     if not args.record and args.out is None and not given:
-        print(f"(exploratory: written to {out}; --record adds it to the committed climb)")
+        print(f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)")
     return 0
+
+
+def _shown(path: Path) -> str:
+    """`path` as the notebooks read OUT: relative to the repository root when inside it."""
+    from wikiqa.evals.paths import ROOT
+
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def _check_names(notebook: Path, names: list[str]) -> None:

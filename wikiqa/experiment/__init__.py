@@ -2,10 +2,12 @@
 
 The notebooks in `experiments/` and `notebooks/` stay short because everything they reuse lives
 here (and is unit-tested here), and `wikiqa experiment run` drives them through papermill:
-`step` (run, show, record a step), `views` (read runs back and compare them), `notebooks`
-(which step is current, grids, execution).
+`params` (every step's common parameters and their rules), `step` (run, show, record a step),
+`views` (read runs back and compare them), `tables` and `charts` (what a reader sees),
+`notebooks` (which step is current, grids, execution).
 """
 
+from wikiqa.experiment.charts import plot, plot_climb, plot_risk_coverage, rates
 from wikiqa.experiment.notebooks import (
     EXPERIMENTS,
     STEP_CALL,
@@ -18,27 +20,20 @@ from wikiqa.experiment.notebooks import (
     requires,
 )
 from wikiqa.experiment.params import KINDS, ParameterError, StepParameters, parameters
-from wikiqa.experiment.step import (
-    abstention,
-    plot,
-    plot_risk_coverage,
-    rates,
-    record_line,
-    show,
-    step,
-    step_name_of,
-    table,
-    with_lever,
-)
+from wikiqa.experiment.step import record_line, show, step, step_name_of, with_lever
+from wikiqa.experiment.tables import abstention, climb_table, table
 from wikiqa.experiment.views import (
     climb,
     compare_runs,
     confusion,
     failures,
+    find_run,
     flips,
+    latest_pair,
     load_run,
     model_figures,
-    plot_climb,
+    resolve_out,
+    run_tasks,
     summary_of,
 )
 
@@ -51,14 +46,17 @@ __all__ = [
     "StepParameters",
     "abstention",
     "climb",
+    "climb_table",
     "compare_runs",
     "confusion",
     "current_step",
     "declared_parameters",
     "execute",
     "failures",
+    "find_run",
     "flips",
     "grid",
+    "latest_pair",
     "load_run",
     "missing_extra",
     "model_figures",
@@ -69,6 +67,8 @@ __all__ = [
     "rates",
     "record_line",
     "requires",
+    "resolve_out",
+    "run_tasks",
     "show",
     "step",
     "step_name_of",

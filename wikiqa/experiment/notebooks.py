@@ -152,13 +152,20 @@ def _scrub_file(path: Path) -> None:
 
 def _ipc_kernel_manager() -> type:
     """A kernel manager on local IPC sockets instead of TCP: the kernel and papermill share the
-    machine, and ipykernel no longer warns on every run about unencrypted TCP."""
+    machine, and ipykernel no longer warns on every run about unencrypted TCP. It also does not
+    interrupt a kernel it is shutting down after the last cell: jupyter_client sends SIGINT
+    before every shutdown, and the idle kernel logged "KeyboardInterrupt caught in kernel"."""
     from jupyter_client.manager import AsyncKernelManager
 
     class IPCKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.transport = "ipc"
+
+        async def _async_interrupt_kernel(self) -> None:
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
 
     return IPCKernelManager
 

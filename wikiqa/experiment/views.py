@@ -9,11 +9,12 @@ from typing import Any
 
 import pandas as pd
 
-from wikiqa.evals import results_dir
+from wikiqa.evals import Task, load_tasks, resolve_suite, results_dir
 from wikiqa.evals.analysis import COLUMNS, render, summarize, task_verdicts, trial_verdicts
 from wikiqa.evals.analysis.compare import DifferentSuites, compare
-from wikiqa.evals.analysis.stats import count_text
+from wikiqa.evals.analysis.stats import count_text, wilson
 from wikiqa.evals.climb.changelog import read
+from wikiqa.evals.paths import ROOT
 
 
 def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataFrame:
@@ -47,62 +48,79 @@ def find_run(run: str | Path | None = None, out: Path | None = None) -> Path:
 
 
 def climb(out: Path | None = None) -> pd.DataFrame:
-    """The hillclimb table: one row per recorded run, passes/applicable per dimension."""
-    rows = [r.model_dump() for r in read(out or results_dir())]
+    """The hillclimb table: one row per recorded run, in the order they were recorded, with
+    passes/applicable per dimension, each rate's 95% interval, and the paired Δ of tasks passing
+    everything against the row it names (`vs`), or why there is none."""
     records = []
-    for r in rows:
-        dims = r.get("dimensions", {})
-        record = {
-            k: r.get(k)
-            for k in ("date", "run_id", "experiment", "change", "kind", "suite", "model", "trials")
-        }
-        delta = (r.get("delta") or {}).get("tasks")
+    for number, r in enumerate(read(out or results_dir()), start=1):
+        record: dict[str, Any] = {
+            "row": number, "date": r.date, "run_id": r.run_id, "experiment": r.experiment,
+            "change": r.change, "kind": r.kind, "suite": r.suite, "model": r.model,
+            "trials": r.trials,
+        }  # fmt: skip
+        for d in COLUMNS:
+            if d in r.dimensions:
+                record[d] = count_text(*r.dimensions[d])
+                record |= _rate_columns(d, *r.dimensions[d])
+        if r.tasks_pass:
+            record["tasks"] = count_text(*r.tasks_pass)
+            record |= _rate_columns("tasks", *r.tasks_pass)
+        delta = r.delta.tasks if r.delta else None
         record["Δ tasks [95% CI]"] = (
             f"{delta['diff']:+.3f} [{delta['ci'][0]:+.2f}, {delta['ci'][1]:+.2f}]"
             + (" *" if delta["significant"] else "")
             if delta
-            else None
+            else "-"
         )
-        for d in COLUMNS:
-            if d in dims:
-                passes, applicable = dims[d]
-                record[d] = count_text(passes, applicable)
-                record[f"{d}_rate"] = passes / applicable if applicable else None
-        tasks = r.get("tasks_pass")
-        record["tasks"] = count_text(*tasks) if tasks else None
-        record["tasks_rate"] = tasks[0] / tasks[1] if tasks and tasks[1] else None
+        record["vs"] = r.delta.vs_experiment if r.delta else (r.delta_note or "-")
         records.append(record)
-    frame = pd.DataFrame.from_records(records)
-    if "suite" in frame:  # grouped by suite (rows of one suite compare; others do not), in order
-        frame = frame.sort_values("suite", kind="stable", key=lambda s: s.fillna("")).reset_index(
-            drop=True
-        )
-    return frame
+    return pd.DataFrame.from_records(records)
 
 
-def plot_climb(climb_frame: pd.DataFrame) -> Any:
-    import matplotlib.pyplot as plt
+def _rate_columns(name: str, passes: int, applicable: int) -> dict[str, float | None]:
+    bounds = wilson(passes, applicable)
+    return {
+        f"{name}_rate": passes / applicable if applicable else None,
+        f"{name}_low": bounds[0] if bounds else None,
+        f"{name}_high": bounds[1] if bounds else None,
+    }
 
-    fig, ax = plt.subplots(figsize=(10, 4))
-    labels = [f"{i}: {e}" for i, e in enumerate(climb_frame.get("experiment", []))]
-    for column in [*COLUMNS, "tasks"]:
-        key = f"{column}_rate"
-        if key in climb_frame and climb_frame[key].notna().any():
-            ax.plot(labels, climb_frame[key], marker="o", label=column)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("pass rate")
-    ax.set_title("The climb, one point per recorded run")
-    ax.legend(loc="center left", bbox_to_anchor=(1, 0.5), fontsize="small")
-    plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
-    plt.tight_layout()
-    return fig
+
+def latest_pair(out: Path | None = None) -> tuple[str | None, str | None]:
+    """(A, B) for "did it help?": B the newest recorded run, A the row its Δ is against (the
+    last earlier row of the same suite and suite version); A is None when there is none. The
+    hillclimb and failures notebooks both read the newest run this way."""
+    rows = read(out or results_dir())
+    if not rows:
+        return None, None
+    newest = rows[-1]
+    before = next(
+        (r for r in reversed(rows[:-1])
+         if r.suite == newest.suite and r.suite_hash == newest.suite_hash),
+        None,
+    )  # fmt: skip
+    return (before.run_id if before else None), newest.run_id
 
 
 def compare_runs(a: str, b: str, out: Path | None = None) -> pd.DataFrame:
     """B - A per dimension on the tasks both runs decided, with the 95% interval and McNemar's p
-    (`wikiqa compare`); raises `DifferentSuites` for runs of different suites."""
+    (`wikiqa compare`), formatted to be read: rates to 3 places, the interval as one span,
+    significance said in words. Raises `DifferentSuites` for runs of different suites."""
     result = compare(load_run(a, out), load_run(b, out))
-    return pd.DataFrame.from_dict(result.rows, orient="index")
+    rows = {
+        dimension: {
+            "tasks both decided": r["tasks"],
+            "A": f"{r['a']:.3f}",
+            "B": f"{r['b']:.3f}",
+            "B - A [95% CI]": f"{r['diff']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]",
+            "gained": r["gained"],
+            "lost": r["lost"],
+            "McNemar p": f"{r['mcnemar_p']:.3f}",
+            "significant": "yes" if r["significant"] else "no",
+        }
+        for dimension, r in result.rows.items()
+    }
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def flips(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
@@ -203,3 +221,22 @@ def model_figures(frame: pd.DataFrame) -> dict[str, float]:
 
 def summary_of(frame: pd.DataFrame) -> str:
     return render(summarize(frame))
+
+
+def run_tasks(frame: pd.DataFrame) -> dict[str, Task]:
+    """The tasks of the suite a run graded, by id (its held-out split too: reading a run's
+    failures is not a scored run), so a failing task can be re-run with its trace."""
+    name = str(frame["suite"].iloc[0])
+    held = {"holdout": "dev", "public_holdout": "public", "fresh_holdout": "fresh"}
+    path = resolve_suite(held[name], holdout=True) if name in held else resolve_suite(name)
+    return {t.id: t for t in load_tasks(path)}
+
+
+def resolve_out(out: str | Path | None) -> Path | None:
+    """A notebook's OUT: None stays None (the results folder); a relative path is read from the
+    repository root, wherever the kernel's working directory is (papermill's `--cwd notebooks`
+    made `results/scratch` point into notebooks/)."""
+    if out is None or str(out) == "":
+        return None
+    path = Path(out).expanduser()
+    return path if path.is_absolute() else ROOT / path

@@ -7,7 +7,12 @@ from wikiqa.evals.analysis.summary import Summary
 
 
 def render(summary: Summary) -> str:
-    """The plain-text table `wikiqa eval` prints (?n = needs judge, !n = errors)."""
+    """The plain-text table `wikiqa eval` prints: the cells, then the run's figures."""
+    return render_cells(summary) + "\n\n" + render_figures(summary)
+
+
+def render_cells(summary: Summary) -> str:
+    """The category x dimension block (?n = needs judge, !n = errors)."""
     header = ["category", "n", *COLUMNS, "tasks"]
     lines = []
     for category, row in summary.cells.items():
@@ -21,44 +26,49 @@ def render(summary: Summary) -> str:
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     table = [fmt.format(*header), fmt.format(*["-" * w for w in widths])]
     table += [fmt.format(*r) for r in lines]
+    table += ["", "cells: passes/applicable [95% interval] ?needs_judge !errors"]
+    return "\n".join(table)
+
+
+def render_figures(summary: Summary) -> str:
+    """pass@k, the answer/refuse counts, selective accuracy, SimpleQA outcomes, confidence."""
     k = summary.trials
     c = summary.confusion
-    table.append("")
     ci = summary.pass_at_1_interval
     bounds = f" [{ci[0]:.2f},{ci[1]:.2f}]" if ci else ""
-    table.append(
+    lines = [
         f"pass@1 {summary.pass_at_1:.3f}{bounds}"
         + (
             f" · pass@{k} {summary.pass_at_k:.3f} · pass^{k} {summary.pass_hat_k:.3f}"
             if k > 1
             else ""
         )
-        + f" · needs_judge {summary.needs_judge} · infrastructure errors {summary.errors} (trials)"
-    )
-    table.append(
+        + f" · needs_judge {summary.needs_judge} · infrastructure errors {summary.errors} (trials)",
         f"answer/refuse (trials): answerable {c['answerable']['answer']} answered, "
         f"{c['answerable']['refusal']} refused · unanswerable {c['unanswerable']['answer']} "
-        f"answered, {c['unanswerable']['refusal']} refused"
-    )
+        f"answered, {c['unanswerable']['refusal']} refused",
+    ]
     if summary.coverage is not None:
         accuracy = (
             "n/a" if summary.selective_accuracy is None else f"{summary.selective_accuracy:.3f}"
         )
-        table.append(
+        lines.append(
             f"selective accuracy {accuracy} at coverage {summary.coverage:.3f} (answerable tasks)"
         )
     if summary.simpleqa is not None:
-        table.append(summary.simpleqa.text())
+        lines.append(summary.simpleqa.text())
     if summary.confidence is not None:
         c2 = summary.confidence
-        auroc = "n/a" if c2.auroc is None else f"{c2.auroc:.3f}"
+        if c2.auroc is None:
+            why = "all correct" if c2.correct == c2.points else "none correct"
+            auroc = f"n/a ({why}: nothing to rank)"
+        else:
+            auroc = f"{c2.auroc:.3f}"
         if c2.auroc_ci is not None:
             auroc += f" [{c2.auroc_ci[0]:.2f},{c2.auroc_ci[1]:.2f}]"
         ece = "n/a" if c2.ece is None else f"{c2.ece:.3f}"
-        table.append(
+        lines.append(
             f"confidence: AUROC {auroc} for correctness · ECE {ece} "
             f"({c2.points} answered trials with decided correctness)"
         )
-    table.insert(2 + len(lines), "")  # keeps the table's own block apart
-    table.insert(3 + len(lines), "cells: passes/applicable [95% interval] ?needs_judge !errors")
-    return "\n".join(table)
+    return "\n".join(lines)

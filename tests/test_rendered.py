@@ -1,0 +1,76 @@
+"""What a reader sees (issue 25): every notebook in notebooks/ and one executed step, rendered to
+HTML as nbconvert does, with no traceback and no absolute machine path anywhere in it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from wikiqa.experiment import EXPERIMENTS, execute
+
+ROOT = EXPERIMENTS.parent
+# an absolute path of this machine or any other: /work/..., /home/..., /root/..., /tmp/...
+ABSOLUTE = re.compile(r"(?<![\w.:/])/(?:work|home|root|tmp|Users|var/folders)/[\w.-]+")
+
+
+def _html(notebook: Path) -> str:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    node = nbformat.read(notebook, as_version=4)  # type: ignore[no-untyped-call]
+    body, _ = HTMLExporter().from_notebook_node(node)  # type: ignore[no-untyped-call]
+    return re.sub(r"data:image/[a-z]+;base64,[A-Za-z0-9+/=]+", "data:image", str(body))
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """One recorded step into a results folder inside the repository's scratch area (as
+    `experiment run` writes), then the notebooks in notebooks/ over it, all rendered."""
+    import os
+
+    out = ROOT / "results" / "scratch" / f"render-{os.getpid()}"
+    saved = os.environ.get("WIKIQA_RESULTS")
+    os.environ["WIKIQA_RESULTS"] = str(out)
+    try:
+        pages = {}
+        step = execute(EXPERIMENTS / "08_injection_defences.ipynb",
+                       {"TRIALS": 1, "LIMIT": 6, "RECORD": True, "OUT": str(out.relative_to(ROOT))},
+                       out)  # fmt: skip
+        pages["08_injection_defences"] = _html(step)
+        execute(EXPERIMENTS / "06_abstain_on_low_confidence.ipynb",
+                {"TRIALS": 1, "LIMIT": 6, "RECORD": True, "OUT": str(out.relative_to(ROOT))}, out)  # fmt: skip
+        for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+            done = execute(notebook, {"OUT": str(out.relative_to(ROOT))}, out)
+            pages[notebook.stem] = _html(done)
+        return pages
+    finally:
+        if saved is None:
+            os.environ.pop("WIKIQA_RESULTS", None)
+        else:
+            os.environ["WIKIQA_RESULTS"] = saved
+        import shutil
+
+        shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    "name", ["08_injection_defences", "quickstart", "hillclimb", "grader_validation", "failures"]
+)
+def test_a_rendered_notebook_shows_no_traceback_and_no_machine_path(
+    rendered: dict[str, str], name: str
+) -> None:
+    page = rendered[name]
+    assert "Traceback" not in page and "Error</span>" not in page, name
+    leaked = sorted(set(ABSOLUTE.findall(page)))
+    assert not leaked, f"{name} shows absolute paths: {leaked[:5]}"
+
+
+def test_the_rendered_climb_compares_the_newest_run_with_its_predecessor(
+    rendered: dict[str, str],
+) -> None:
+    page = rendered["hillclimb"]
+    assert "06_abstain_on_low_confidence" in page and "08_injection_defences" in page
+    at = page.find("NaN")  # "-" where nothing applied, as CHANGELOG.md shows
+    assert at < 0, page[max(0, at - 300) : at + 40]
