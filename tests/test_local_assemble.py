@@ -163,3 +163,32 @@ def _not_installed(name: str) -> None:
     import importlib.metadata
 
     raise importlib.metadata.PackageNotFoundError(name)
+
+
+def test_serving_by_name_finds_the_assembled_file_and_its_alias(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wikiqa.models import local as local_model
+
+    monkeypatch.setenv("WIKIQA_HOME", str(tmp_path / "home"))
+    tiny = _model(CHUNKS)
+    monkeypatch.setitem(MODELS, "tiny", tiny)  # the same dict serving reads
+    path = local_model.gguf_for("tiny", progress=False)  # assembled on first use
+    assert path == tmp_path / "home" / "models" / "tiny.gguf" and verified(tiny) == path
+    assert local_model.alias(path) == "tiny-gguf"
+    assert local_model.alias(tmp_path / "Other.Q4.gguf") == "other.q4"  # a path: its stem
+    with pytest.raises(
+        local_model.LocalModelError, match=r"no such model file .*known model names: smollm2, qwen"
+    ):
+        local_model.gguf_for(str(tmp_path / "absent.gguf"))
+
+
+def test_serving_a_name_whose_parts_are_missing_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wikiqa.models import local as local_model
+
+    monkeypatch.setenv("WIKIQA_HOME", str(tmp_path))
+    monkeypatch.setattr("importlib.metadata.distribution", _not_installed)
+    with pytest.raises(local_model.LocalModelError, match=r"qwen: part 1 of 22 .*`make qwen`"):
+        local_model.gguf_for("qwen", progress=False)

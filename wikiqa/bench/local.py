@@ -39,7 +39,8 @@ def bench_local(
         log.touch()
         process, spec = local_model.start(model, log=log, timeout=300)
         try:
-            spec += f";{options}" if options else ""
+            if options:  # in place of the model's own (`tool_choice=auto` to compare)
+                spec = spec.partition(";")[0] + f";{options}"
             agent = Agent(open_model(spec), SnapshotSource(), read_first=read_first)
             calls: list[dict[str, Any]] = []
             per_task: list[dict[str, Any]] = []

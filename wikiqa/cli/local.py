@@ -7,6 +7,7 @@ Models are named (`smollm2`, the default; `qwen`; `qwen-0.5b`) or given as a GGU
 from __future__ import annotations
 
 import argparse
+import shlex
 import subprocess
 import sys
 
@@ -43,7 +44,7 @@ def cmd_local_serve(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from err
     print(f"serving {gguf} on http://{args.host}:{args.port}/v1", file=sys.stderr)
     spec = local_model.spec(args.host, args.port, local_model.alias(gguf))
-    print(f"use it with: --model {spec}", file=sys.stderr)
+    print(f"use it with: --model {shlex.quote(spec)}", file=sys.stderr)  # `;` needs quotes
     command = local_model.server_command(gguf, args.host, args.port, args.n_ctx, args.threads)
     return subprocess.call(command)
 

@@ -72,7 +72,9 @@ def handler(
         raise ValueError(f"{CHAT_FORMAT} does not stream")
     gbnf = grammar(tools or [], tool_choice)
     prompt = render_prompt(messages, tools or [])
-    before, start = _perf(llama), time.perf_counter()
+    clock = _Clock()
+    tokens = llama.tokenize(prompt.encode("utf-8"), special=True)  # as create_completion does
+    cached = _shared_prefix(list(llama._input_ids[: llama.n_tokens]), tokens)
     completion = llama.create_completion(
         prompt=prompt,
         max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
@@ -81,15 +83,14 @@ def handler(
         seed=seed,
         model=model,
         grammar=llama_grammar.LlamaGrammar.from_string(gbnf, verbose=False) if gbnf else None,
+        logits_processor=llama_cpp.LogitsProcessorList([clock]),
     )
-    after, wall = _perf(llama), (time.perf_counter() - start) * 1000
     choice = completion["choices"][0]
     usage = dict(completion["usage"])
-    prefilled = after[0] - before[0]
     # llama-cpp-python reuses the KV cache of the longest prefix this prompt shares with the
-    # last one: what it did not evaluate again was read from the cache.
-    usage["prompt_tokens_details"] = {"cached_tokens": max(usage["prompt_tokens"] - prefilled, 0)}
-    timings = _timings(before, after, wall)
+    # last one evaluated: those tokens are read from the cache, not prefilled again.
+    usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    timings = clock.timings(len(tokens) - cached)
     if os.environ.get(LOG_ENV):
         with open(os.environ[LOG_ENV], "a", encoding="utf-8") as log:
             record = {"tool_choice": tool_choice, "grammar": bool(gbnf), "text": choice["text"]}
@@ -111,39 +112,58 @@ def handler(
         "model": completion["model"],
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
         "usage": usage,
-        "timings": timings,  # named as llama.cpp's own server names them
+        "timings": timings,  # named as llama.cpp's own server names them (dropped, see LOG_ENV)
     }
 
 
-# A JSONL file that gets every raw completion with llama.cpp's timings: the test fixtures of
-# real model output, and the speed bench's per-call figures. llama-cpp-python's server drops
-# fields it does not know from the response (a `timings` object, cached prompt tokens), so they
-# are logged here; the counters are llama.cpp's own (`llama_perf_context`).
+# A JSONL file that gets every raw completion with its timings: the test fixtures of real model
+# output, and the speed bench's per-call figures. llama-cpp-python's server drops fields it does
+# not know from the response (a `timings` object, cached prompt tokens), so they are logged
+# here. (llama.cpp's own perf counters were tried first: they reset between calls here, and
+# gave negative deltas.)
 LOG_ENV = "WIKIQA_LOCAL_LOG"
 
 
-def _perf(llama: Any) -> tuple[int, float, int, float]:
-    """llama.cpp's own counters: (prompt tokens evaluated, their ms, tokens decoded, their ms)."""
-    data = llama_cpp.llama_perf_context(llama._ctx.ctx)
-    return (data.n_p_eval, data.t_p_eval_ms, data.n_eval, data.t_eval_ms)
+def _shared_prefix(evaluated: list[int], tokens: list[int]) -> int:
+    """How many of `tokens` llama-cpp-python takes from its KV cache: the longest common prefix
+    with what it evaluated last, less one when the whole prompt matches (it re-evaluates the
+    last token for fresh logits)."""
+    shared = 0
+    for a, b in zip(evaluated, tokens, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return shared - 1 if shared == len(tokens) and shared else shared
 
 
-def _timings(
-    before: tuple[int, float, int, float], after: tuple[int, float, int, float], wall_ms: float
-) -> dict[str, float]:
-    prompt_n, prompt_ms = after[0] - before[0], after[1] - before[1]
-    predicted_n, predicted_ms = after[2] - before[2], after[3] - before[3]
-    return {
-        "prompt_n": prompt_n,
-        "prompt_ms": round(prompt_ms, 1),
-        "prompt_per_second": round(prompt_n / prompt_ms * 1000, 1) if prompt_ms else 0.0,
-        "predicted_n": predicted_n,
-        "predicted_ms": round(predicted_ms, 1),
-        "predicted_per_second": round(predicted_n / predicted_ms * 1000, 1)
-        if predicted_ms
-        else 0.0,
-        "wall_ms": round(wall_ms, 1),
-    }
+class _Clock:
+    """A logits processor that only timestamps: llama.cpp calls it once per sampled token, the
+    first time right after the prompt is evaluated, so prefill and decode are timed apart."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.steps: list[float] = []
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        self.steps.append(time.perf_counter())
+        return scores
+
+    def timings(self, prefilled: int) -> dict[str, float]:
+        end = time.perf_counter()
+        first = self.steps[0] if self.steps else end
+        prompt_ms, predicted_ms = (first - self.start) * 1000, (end - first) * 1000
+        decoded = max(len(self.steps) - 1, 0)  # the step after the last sample is not timed
+        return {
+            "prompt_n": prefilled,
+            "prompt_ms": round(prompt_ms, 1),
+            "prompt_per_second": round(prefilled / prompt_ms * 1000, 1) if prompt_ms else 0.0,
+            "predicted_n": decoded,
+            "predicted_ms": round(predicted_ms, 1),
+            "predicted_per_second": round(decoded / predicted_ms * 1000, 1)
+            if predicted_ms
+            else 0.0,
+            "wall_ms": round((end - self.start) * 1000, 1),
+        }
 
 
 llama_chat_format.register_chat_completion_handler(CHAT_FORMAT)(handler)

@@ -91,8 +91,10 @@ def server_command(
 
 
 def spec(host: str, port: int, name: str = ALIAS) -> str:
-    """The model spec the agent uses to reach the served model."""
-    return f"openai:{name}@http://{host}:{port}/v1"
+    """The model spec the agent uses to reach the served model: a known model's alias carries
+    the spec options it is used with (`;tool_choice=required` for Qwen)."""
+    options = next((m.options for m in MODELS.values() if m.alias == name), "")
+    return f"openai:{name}@http://{host}:{port}/v1" + (f";{options}" if options else "")
 
 
 def free_port(preferred: int = 0) -> int:
