@@ -303,7 +303,6 @@ def test_exploratory_runs_stay_out_of_the_climb_and_recorded_ones_go_in(
     ]
     assert main(["experiment", "run", step, *grid]) == 0
     changes = [r.change for r in changelog.read(tmp_path / "g")]
-    assert changes == [
-        "agent baseline: search, fetch, quote or refuse [TRIALS=1, LIMIT=1]",
-        "agent baseline: search, fetch, quote or refuse [TRIALS=1, LIMIT=2]",
-    ]
+    assert changes == ["01_agent_baseline grid: LIMIT=1", "01_agent_baseline grid: LIMIT=2"]
+    shown = capsys.readouterr().out
+    assert "== the grid of 01_agent_baseline.ipynb" in shown and "\nLIMIT=2  " in shown

@@ -6,7 +6,6 @@ Each executed run is summarised from the change log rows it appended, so the she
 from __future__ import annotations
 
 import argparse
-import ast
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +60,9 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         step = "RECORD" in takes
         where = chosen if step or given or args.out else {}
         recorded = [({"RECORD": True} if step else {}) | r | where for r in runs]
-        for parameters in _labelled(Path(notebook), recorded):
+        points = _labelled(Path(notebook), recorded)
+        grid_rows = []
+        for parameters in points:
             before = len(changelog.read(out))
             started = time.time()
             shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD"}}
@@ -74,6 +75,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                 outage = getattr(err.cause, "ename", "") == "InfrastructureFailure"
                 raise CliError(f"{notebook}: {err}", EXIT_UNAVAILABLE if outage else 1) from err
             rows = changelog.read(out)[before:]
+            grid_rows += rows
             # RECORD=False writes no row: show the run's parquet all the same
             parquets = [out / r.parquet for r in rows] or [
                 p for p in sorted((out / "runs").glob("*.parquet")) if p.stat().st_mtime >= started
@@ -93,6 +95,9 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                     "change log:         not recorded: a row with the same inputs (clean commit, "
                     "suite, parameters) is already there; a rerun adds nothing"
                 )
+        if len(points) > 1 and grid_rows:
+            print(f"== the grid of {Path(notebook).name}, one row per point (95% intervals)")
+            print(_grid_table(grid_rows))
     if not args.record and args.out is None and not given:
         print(f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)")
     return 0
@@ -143,22 +148,36 @@ def _check_values(notebook: Path, runs: list[dict[str, Any]]) -> None:
 
 
 def _labelled(notebook: Path, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A grid's runs, each with its parameters in CHANGE, so the rows it records say which is
-    which ("extractive hits_read 3 -> 5 [HITS_READ=8]")."""
+    """A grid's runs, each labelled by the grid's values, so the rows it records say which is
+    which ("02_read_more_hits grid: HITS_READ=8"; the step's own CHANGE text names one value
+    and would contradict the others)."""
     if len(runs) < 2:
         return runs
-    import papermill as pm
-
-    defaults = pm.inspect_notebook(str(notebook))
-    base = ast.literal_eval(defaults["CHANGE"]["default"]) if "CHANGE" in defaults else ""
+    varied = [
+        k for k in runs[0] if k not in {"OUT", "RECORD"} and len({str(r.get(k)) for r in runs}) > 1
+    ]
     labelled = []
     for run in runs:
-        levers = ", ".join(
-            f"{k}={v}" for k, v in run.items() if k not in {"OUT", "CHANGE", "RECORD"}
-        )
-        change = str(run.get("CHANGE", base))
-        labelled.append(run | {"CHANGE": f"{change} [{levers}]" if levers else change})
+        levers = ", ".join(f"{k}={run[k]}" for k in varied)
+        labelled.append(run | {"CHANGE": run.get("CHANGE") or f"{notebook.stem} grid: {levers}"})
     return labelled
+
+
+def _grid_table(rows: list[Any]) -> str:
+    """One table of a grid's points, each rate with its 95% interval."""
+    from wikiqa.evals.analysis import COLUMNS
+    from wikiqa.evals.analysis.stats import count_text
+
+    header = ["point", "tasks pass-all", *COLUMNS]
+    lines = [header]
+    for r in rows:
+        label = r.change.split(" grid: ", 1)[-1]
+        tasks = count_text(*r.tasks_pass) if r.tasks_pass else "-"
+        dims = [count_text(*r.dimensions[d]) if d in r.dimensions else "-" for d in COLUMNS]
+        lines.append([label, tasks, *dims])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+                     for line in lines)  # fmt: skip
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
