@@ -4,6 +4,7 @@ the answer/refuse confusion matrix, failures with the grader's evidence."""
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from wikiqa.evals.analysis import COLUMNS, render, summarize, task_verdicts, tri
 from wikiqa.evals.analysis.compare import DifferentSuites, compare
 from wikiqa.evals.analysis.stats import count_text
 from wikiqa.evals.climb.changelog import read
+from wikiqa.sources.cassette_drift import Drift, drift
+from wikiqa.sources.cassette_files import Cassette, CassetteError, cassette_of, read_cassette
 
 
 def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataFrame:
@@ -46,6 +49,30 @@ def find_run(run: str | Path | None = None, out: Path | None = None) -> Path:
     raise FileNotFoundError(f"no run {run!r} under {folders[0]} or {folders[1]}")
 
 
+def drift_between(
+    a: str | Path, b: str | Path, out: Path | None = None
+) -> tuple[Drift | None, str | None]:
+    """The drift between two runs' cassettes (beside their parquets), or (None, why not)."""
+    cassettes = []
+    for run in (a, b):
+        try:
+            path = cassette_of(find_run(run, out))
+        except FileNotFoundError as err:
+            return None, str(err)
+        if not path.exists():
+            return None, f"run {run} has no cassette (recorded before cassettes)"
+        try:
+            cassettes.append(_cassette(path, path.stat().st_mtime_ns))
+        except CassetteError as err:
+            return None, str(err)
+    return drift(*cassettes), None
+
+
+@lru_cache(maxsize=32)
+def _cassette(path: Path, mtime_ns: int) -> Cassette:
+    return read_cassette(path)  # the climb reads each run's cassette once per change
+
+
 def climb(out: Path | None = None) -> pd.DataFrame:
     """The hillclimb table: one row per recorded run, passes/applicable per dimension."""
     rows = [r.model_dump() for r in read(out or results_dir())]
@@ -63,6 +90,7 @@ def climb(out: Path | None = None) -> pd.DataFrame:
             if delta
             else None
         )
+        record["drift"] = _drift_cell(r, out) if r.get("delta") else None
         for d in COLUMNS:
             if d in dims:
                 passes, applicable = dims[d]
@@ -78,6 +106,19 @@ def climb(out: Path | None = None) -> pd.DataFrame:
             drop=True
         )
     return frame
+
+
+def _drift_cell(row: dict[str, Any], out: Path | None) -> str | None:
+    """Beside a row's Δ: how much of the text and searches changed since the run it is
+    compared with (`revs` articles at other revisions, `hits` searches with other hits)."""
+    found, _ = drift_between(row["delta"]["vs"], row["run_id"], out)
+    if found is None:
+        return None
+    mark = " CONFOUNDED" if found.confounded else ""
+    return (
+        f"{found.drifted_articles}/{found.shared_articles} revs, "
+        f"{found.drifted_searches}/{found.shared_searches} hits{mark}"
+    )
 
 
 def plot_climb(climb_frame: pd.DataFrame) -> Any:
@@ -103,6 +144,12 @@ def compare_runs(a: str, b: str, out: Path | None = None) -> pd.DataFrame:
     (`wikiqa compare`); raises `DifferentSuites` for runs of different suites."""
     result = compare(load_run(a, out), load_run(b, out))
     return pd.DataFrame.from_dict(result.rows, orient="index")
+
+
+def drift_line(a: str, b: str, out: Path | None = None) -> str:
+    """The drift between two runs, as `wikiqa compare` prints it beside the Δ."""
+    found, why = drift_between(a, b, out)
+    return found.line() if found is not None else f"drift: unknown ({why})"
 
 
 def flips(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from wikiqa.sources.cassette_files import (
     fetch_key,
     header_line,
     read_cassette,
+    read_lines,
     search_key,
 )
 from wikiqa.sources.protocol import SourceUnavailable, SourceWrapper, WikiSource, normalize_title
@@ -46,13 +48,18 @@ class CassetteMiss(SourceUnavailable):
 
 
 class CassetteRecorder(SourceWrapper):
-    """A `WikiSource` that passes calls through to `inner` and records every distinct answer."""
+    """A `WikiSource` that passes calls through to `inner` and records every distinct answer.
+
+    One gzip member is open while the run records, sync-flushed after every line (so an
+    interrupted run's cassette reads up to its last whole line); `close` ends it.
+    """
 
     def __init__(self, inner: WikiSource, path: Path | str, header: Header) -> None:
         super().__init__(inner)
         self.path = Path(path)
         self._lock = threading.Lock()
         self._keys: set[str] = set()
+        self._zip = _compressor()
         if self.path.exists() and self.path.stat().st_size > 0:
             self._resume()
         else:
@@ -60,22 +67,34 @@ class CassetteRecorder(SourceWrapper):
             self._write(header_line(header))
 
     def _resume(self) -> None:
-        """Reopen a resumed run's cassette: know what it holds, and cut a last line a kill left
-        half-written (its call simply records again)."""
+        """Reopen a resumed run's cassette: know what it holds, and rewrite its whole lines as
+        one open gzip member to append to (a last line a kill cut short is dropped: its call
+        simply records again)."""
         cassette = read_cassette(self.path, allow_cut_tail=True)
         self._keys = set(cassette.keys())
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            with self.path.open("r+b") as fh:
-                fh.truncate(data.rfind(b"\n") + 1)
+        whole = read_lines(self.path)[:-1]
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_bytes(self._pack("".join(line + "\n" for line in whole).encode()))
+        os.replace(tmp, self.path)
+
+    def _pack(self, data: bytes) -> bytes:
+        return self._zip.compress(data) + self._zip.flush(zlib.Z_SYNC_FLUSH)
 
     def _write(self, record: dict[str, Any]) -> None:
         line = (scrub(json.dumps(record, ensure_ascii=False)) + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)
+            os.write(fd, self._pack(line))
         finally:
             os.close(fd)
+
+    def close(self) -> None:
+        """End the gzip member (a later call starts a new one: gzip allows several)."""
+        with self._lock:
+            tail = self._zip.flush()
+            self._zip = _compressor()
+            with self.path.open("ab") as fh:
+                fh.write(tail)
 
     @property
     def sha256(self) -> str:
@@ -106,6 +125,10 @@ class CassetteRecorder(SourceWrapper):
                 self._write({"fetch": fetch.model_dump(mode="json")})
                 self._keys.add(key)
         return article
+
+
+def _compressor() -> zlib._Compress:
+    return zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip header, so `zcat` reads it
 
 
 def check_suite(cassette: Cassette, suite_hash: str, *, any_suite: bool = False) -> None:

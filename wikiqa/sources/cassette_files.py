@@ -1,6 +1,6 @@
-"""The cassette file: what a source answered during one run, as JSON lines.
+"""The cassette file: what a source answered during one run, as gzip-compressed JSON lines.
 
-A cassette is written beside its run's parquet (`runs/RUN_ID.cassette.jsonl`) by
+A cassette is written beside its run's parquet (`runs/RUN_ID.cassette.jsonl.gz`) by
 `CassetteRecorder`, replayed by `CassetteSource` and compared or merged by `cassette_drift` and
 `cassette_merge`. Lines, in the order they happened:
 
@@ -11,7 +11,10 @@ A cassette is written beside its run's parquet (`runs/RUN_ID.cassette.jsonl`) by
 
 An article's `id` hashes its content (title, text, revision, url, infobox...; not the fetch
 time), so one revision is stored once however often it is fetched; a fetch line names it. A
-fetch or search line is written once per distinct answer. The cassette's hash (`content_hash`)
+fetch or search line is written once per distinct answer. Compressed, because the JSON around
+an article (its URL, provenance, the snippets of every search) is as large as its text: gzip,
+flushed after every line, keeps a cassette below the sum of its distinct article texts, and
+`zcat` still reads it (a merged cassette may also be plain `.jsonl`). The cassette's hash (`content_hash`)
 is over the set of distinct records, not the file's bytes: two runs that were answered alike get
 the same hash whatever order their threads wrote in.
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,12 +35,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wikiqa.inputs import InputError, MiB, first_problem, read_text
+from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
 from wikiqa.sources.protocol import normalize_title
 from wikiqa.sources.records import Article, Depth, SearchHit
 
 CASSETTE_FORMAT = "wikiqa-cassette/1"
-CASSETTE_SUFFIX = ".cassette.jsonl"
+CASSETTE_SUFFIX = ".cassette.jsonl.gz"
+GZIP_MAGIC = b"\x1f\x8b"
 MAX_CASSETTE_BYTES = 1024 * MiB
 
 
@@ -142,11 +147,7 @@ def read_cassette(path: Path | str, *, allow_cut_tail: bool = False) -> Cassette
     instead of refusing it; replay never does: a cassette that lost a line would miss calls.
     """
     path = Path(path)
-    try:
-        text = read_text(path, MAX_CASSETTE_BYTES, "cassette")
-    except InputError as err:
-        raise CassetteError(str(err)) from None
-    lines = text.split("\n")
+    lines = read_lines(path)
     cassette: Cassette | None = None
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
@@ -168,6 +169,51 @@ def read_cassette(path: Path | str, *, allow_cut_tail: bool = False) -> Cassette
     if cassette is None:
         raise CassetteError(f"{path}:1: empty cassette (no header line)")
     return cassette
+
+
+def read_lines(path: Path) -> list[str]:
+    """The cassette's text split at newlines (gzip or plain), bounded before and after
+    decompression; the last item is "" when the file ends with a whole line."""
+    try:
+        data = read_bounded(path, MAX_CASSETTE_BYTES, "cassette")
+    except TooLarge as err:
+        raise CassetteError(str(err)) from None
+    except FileNotFoundError:
+        raise CassetteError(f"{path}: no such cassette file") from None
+    except OSError as err:
+        raise CassetteError(f"{path}: cannot read cassette: {err.strerror or err}") from None
+    if data[:2] == GZIP_MAGIC:
+        data = _gunzip(path, data)
+    lines = data.split(b"\n")
+    for lineno, raw in enumerate(lines, start=1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            if lineno == len(lines):
+                break  # a line cut mid-character: reported as a truncated line
+            raise CassetteError(f"{path}:{lineno}: not UTF-8 (byte {err.start})") from None
+    return [raw.decode("utf-8", errors="replace") for raw in lines]
+
+
+def _gunzip(path: Path, data: bytes) -> bytes:
+    """Every gzip member's text. The recorder's last member stays open (sync-flushed after each
+    line, so all of it is readable); a cut-off tail decodes as far as it goes."""
+    out = bytearray()
+    rest = data
+    while rest:
+        member = zlib.decompressobj(wbits=31)
+        try:
+            out += member.decompress(rest, MAX_CASSETTE_BYTES + 1 - len(out))
+        except zlib.error as err:
+            raise CassetteError(
+                f"{path}: corrupt gzip data after line {out.count(10)}: {err}"
+            ) from None
+        if len(out) > MAX_CASSETTE_BYTES or member.unconsumed_tail:
+            raise CassetteError(f"{path}: cassette is larger than {MAX_CASSETTE_BYTES // MiB} MiB")
+        if not member.eof:
+            break
+        rest = member.unused_data
+    return bytes(out)
 
 
 def _header(path: Path, record: dict[str, Any]) -> Header:

@@ -66,6 +66,7 @@ class ChangelogRow(BaseModel):
     errors: int
     parquet: str
     delta: Delta | None = None
+    cassette_hash: str | None = None  # what the source answered (runs/RUN_ID.cassette.jsonl.gz)
 
 
 MAX_CHANGELOG_BYTES = 64 * MiB

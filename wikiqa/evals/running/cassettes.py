@@ -37,7 +37,7 @@ def check_replay(source: WikiSource, suite_hash: str) -> None:
 
 
 def open_recorder(source: WikiSource, meta: RunMeta, out: Path) -> CassetteRecorder:
-    """The run's recorder, appending to `OUT/runs/RUN_ID.cassette.jsonl` beside its parquet (a
+    """The run's recorder, appending to `OUT/runs/RUN_ID.cassette.jsonl.gz` beside its parquet (a
     resumed run's too)."""
     path = out / "runs" / f"{meta.run_id}{CASSETTE_SUFFIX}"
     header = Header(
@@ -56,5 +56,6 @@ def with_cassette(meta: RunMeta, recorder: CassetteRecorder | None, out: Path) -
     """The run's metadata naming its cassette (relative to the results folder) and its hash."""
     if recorder is None:
         return meta
+    recorder.close()
     name = str(recorder.path.relative_to(out))
     return meta.model_copy(update={"cassette": name, "cassette_hash": recorder.sha256})

@@ -76,7 +76,7 @@ class RunMeta(BaseModel):
     model: str
     judge: str | None
     tasks: int
-    # What the source answered: runs/RUN_ID.cassette.jsonl and its content hash (set at the end).
+    # What the source answered: runs/RUN_ID.cassette.jsonl.gz and its content hash (set at the end).
     cassette: str | None = None
     cassette_hash: str | None = None
 

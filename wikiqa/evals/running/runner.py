@@ -100,7 +100,7 @@ class Runner:
         self.config = config
         self.model = model or open_model(config.model)
         self.source = source or open_source(config.source, (config.out,))
-        # Every run records what its source answered (runs/RUN_ID.cassette.jsonl); a replayed
+        # Every run records what its source answered (runs/RUN_ID.cassette.jsonl.gz); a replayed
         # cassette's misses are final, so they are not retried (`cassettes`).
         self.record_cassette = record_cassette
         self.recorder: WikiSource | None = None
