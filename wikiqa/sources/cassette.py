@@ -59,7 +59,9 @@ class CassetteRecorder(SourceWrapper):
         self.path = Path(path)
         self._lock = threading.Lock()
         self._keys: set[str] = set()
+        self._seen: set[tuple[Any, ...]] = set()
         self._zip = _compressor()
+        self._fd: int | None = None  # kept open while recording; `close` closes it
         if self.path.exists() and self.path.stat().st_size > 0:
             self._resume()
         else:
@@ -80,13 +82,12 @@ class CassetteRecorder(SourceWrapper):
     def _pack(self, data: bytes) -> bytes:
         return self._zip.compress(data) + self._zip.flush(zlib.Z_SYNC_FLUSH)
 
-    def _write(self, record: dict[str, Any]) -> None:
-        line = (scrub(json.dumps(record, ensure_ascii=False)) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, self._pack(line))
-        finally:
-            os.close(fd)
+    def _write(self, *records: dict[str, Any]) -> None:
+        """Append whole lines in one write (scrubbed once: scrubbing is most of the cost)."""
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(self._fd, self._pack(scrub(text).encode()))
 
     def close(self) -> None:
         """End the gzip member (a later call starts a new one: gzip allows several)."""
@@ -95,6 +96,9 @@ class CassetteRecorder(SourceWrapper):
             self._zip = _compressor()
             with self.path.open("ab") as fh:
                 fh.write(tail)
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     @property
     def sha256(self) -> str:
@@ -102,33 +106,61 @@ class CassetteRecorder(SourceWrapper):
         with self._lock:
             return content_hash(self._keys)
 
+    # Every call is checked against what is recorded by a cheap in-memory key (the values
+    # themselves); the hashed keys of `cassette_files` are computed only for what is new.
+
     def search(self, query: str, limit: int = 5) -> list[SearchHit]:
         hits = self.inner.search(query, limit)
+        seen = ("s", query, limit, tuple((h.title, h.snippet, h.score) for h in hits))
+        if seen in self._seen:
+            return hits
         search = Search(query=query, limit=limit, hits=hits)
-        key = search_key(search)
         with self._lock:
-            if key not in self._keys:
-                self._write({"search": search.model_dump(mode="json")})
-                self._keys.add(key)
+            if seen not in self._seen:
+                key = search_key(search)
+                if key not in self._keys:
+                    self._write({"search": search.model_dump(mode="json")})
+                    self._keys.add(key)
+                self._seen.add(seen)
         return hits
 
     def get_article(self, title: str, depth: Depth = "lead") -> Article | None:
         article = self.inner.get_article(title, depth)
-        ident = article_id(article) if article is not None else None
-        fetch = Fetch(title=title, depth=depth, article=ident)
-        key = fetch_key(fetch)
+        content = None if article is None else _content(article)
+        seen = ("f", normalize_title(title), depth, content)
+        if seen in self._seen:
+            return article
         with self._lock:
+            if seen in self._seen:
+                return article
+            ident = article_id(article) if article is not None else None
+            fetch = Fetch(title=title, depth=depth, article=ident)
+            key = fetch_key(fetch)
+            lines = []
             if article is not None and ident not in self._keys:
-                self._write(article_line(article))
+                lines.append(article_line(article))
                 self._keys.add(str(ident))
             if key not in self._keys:
-                self._write({"fetch": fetch.model_dump(mode="json")})
+                lines.append({"fetch": fetch.model_dump(mode="json")})
                 self._keys.add(key)
+            if lines:
+                self._write(*lines)
+            self._seen.add(seen)
         return article
 
 
+def _content(article: Article) -> tuple[Any, ...]:
+    """What makes an article this article (as `article_id`, without hashing): not fetch time."""
+    p = article.provenance
+    return (
+        article.title, article.text, article.url, article.revision_id, article.is_disambiguation,
+        article.description, article.depth, tuple(sorted(article.infobox.items())), p.source,
+        p.snapshot_sha256, p.snapshot_name, p.host, p.injected,
+    )  # fmt: skip
+
+
 def _compressor() -> zlib._Compress:
-    return zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip header, so `zcat` reads it
+    return zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: a gzip header, so `zcat` reads it
 
 
 def check_suite(cassette: Cassette, suite_hash: str, *, any_suite: bool = False) -> None:
