@@ -332,3 +332,28 @@ def test_a_malformed_cassette_is_named_by_file_and_line(
         bad.write_bytes(data)
         with pytest.raises(CassetteError, match=re.escape(str(bad)) + message):
             CassetteSource(bad)
+
+
+class Leaky(Counting):
+    """A source whose text quotes a key (an echoing proxy, say) and a URL with a password."""
+
+    def get_article(self, title: str, depth: Depth = "lead") -> Article | None:
+        article = super().get_article(title, depth)
+        assert article is not None
+        text = (
+            f"{article.text} key sk-ant-cassette-0123456789 at https://user:hunter22@example.org/"
+        )
+        return article.model_copy(update={"text": text})
+
+
+def test_no_secret_is_written_to_a_cassette(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WIKIQA_ANTHROPIC_API_KEY", "sk-ant-cassette-0123456789")
+    path = tmp_path / "s.cassette.jsonl.gz"
+    recorder = CassetteRecorder(Leaky(), path, header())
+    recorder.get_article("one")
+    recorder.close()
+    text = gzip.decompress(path.read_bytes()).decode()
+    assert "sk-ant-cassette-0123456789" not in text and "hunter22" not in text
+    assert "key *** at https://***@example.org/" in text

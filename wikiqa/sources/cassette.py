@@ -27,7 +27,6 @@ from wikiqa.sources.cassette_files import (
     Fetch,
     Header,
     Search,
-    article_id,
     article_line,
     content_hash,
     fetch_key,
@@ -133,12 +132,13 @@ class CassetteRecorder(SourceWrapper):
         with self._lock:
             if seen in self._seen:
                 return article
-            ident = article_id(article) if article is not None else None
+            line = article_line(article) if article is not None else None
+            ident = line["id"] if line is not None else None
             fetch = Fetch(title=title, depth=depth, article=ident)
             key = fetch_key(fetch)
             lines = []
-            if article is not None and ident not in self._keys:
-                lines.append(article_line(article))
+            if line is not None and ident not in self._keys:
+                lines.append(line)
                 self._keys.add(str(ident))
             if key not in self._keys:
                 lines.append({"fetch": fetch.model_dump(mode="json")})

@@ -90,9 +90,12 @@ def _digest(text: str) -> str:
 
 def article_id(article: Article) -> str:
     """The content hash of an article: one revision's text is one id, whenever it was fetched."""
-    data = article.model_dump(mode="json")
-    data["provenance"].pop("fetched_at", None)
-    return _digest(canonical(data))
+    return _article_id(article.model_dump(mode="json"))
+
+
+def _article_id(data: dict[str, Any]) -> str:
+    provenance = {k: v for k, v in data["provenance"].items() if k != "fetched_at"}
+    return _digest(canonical(data | {"provenance": provenance}))
 
 
 def fetch_key(fetch: Fetch) -> str:
@@ -137,7 +140,9 @@ def header_line(header: Header) -> dict[str, Any]:
 
 
 def article_line(article: Article) -> dict[str, Any]:
-    return {"article": article.model_dump(mode="json"), "id": article_id(article)}
+    """An article's line: the article and its id (`article_id`)."""
+    data = article.model_dump(mode="json")
+    return {"article": data, "id": _article_id(data)}
 
 
 def read_cassette(path: Path | str, *, allow_cut_tail: bool = False) -> Cassette:
