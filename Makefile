@@ -99,6 +99,7 @@ bench: install
 	$(BIN)/python -m wikiqa.bench ask
 	$(BIN)/python -m wikiqa.bench eval
 	$(BIN)/python -m wikiqa.bench public
+	$(BIN)/python -m wikiqa.bench cassette
 	$(BIN)/python -m wikiqa.bench load
 	$(BIN)/python -m wikiqa.bench injection $(if $(wildcard ../shared/benchmarks/bipia),--bipia ../shared/benchmarks/bipia)
 

@@ -293,3 +293,18 @@ def test_keys_echoed_by_a_server_reach_no_output(
         if leaks(text):
             found[str(path)] = leaks(text)
     assert found == {}
+
+
+def test_a_changed_or_removed_secret_is_seen_at_the_next_scrub(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The regex of known secrets is cached on a fingerprint of the environment: every change
+    # to a secret-named variable must reach the next scrub.
+    from wikiqa.secrets import scrub
+
+    monkeypatch.setenv("CASSETTE_TEST_TOKEN", "first-secret-1234")
+    assert scrub("a first-secret-1234 b") == "a *** b"
+    monkeypatch.setenv("CASSETTE_TEST_TOKEN", "second-secret-5678")
+    assert scrub("first-secret-1234 second-secret-5678") == "first-secret-1234 ***"
+    monkeypatch.delenv("CASSETTE_TEST_TOKEN")
+    assert scrub("second-secret-5678") == "second-secret-5678"

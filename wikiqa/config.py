@@ -120,6 +120,14 @@ class Settings(BaseSettings):
     ) -> tuple[Any, ...]:
         return init_settings, env_settings, _untrusted_dotenv(dotenv_settings), file_secret_settings
 
+    def results_dir(self) -> Path:
+        """`results` if set (tests and notebook checks write elsewhere), else the repository's
+        results/: here, at the bottom, so the registry (which resolves `cassette:RUN_ID`) and
+        the harness find runs in the same place."""
+        if self.results is not None:
+            return self.results.expanduser()
+        return Path(__file__).resolve().parents[1] / "results"
+
     def cache_dir(self) -> Path:
         """The cache directory, expanded and created."""
         path = self.home.expanduser()

@@ -12,12 +12,15 @@ imports its implementation only when asked, so the offline path never loads an S
                   scripted:<file.json>         replays tool calls from a file (tests, drills)
     source specs  snapshot                     the pinned offline snapshot (the default)
                   live, live:<host>            MediaWiki
+                  cassette:<run id | path>     replay a run's cassette exactly (?suite=any:
+                                               on another suite too)
                   <path>                       a snapshot file (a recording of a live run)
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from wikiqa.models import Model
@@ -65,8 +68,20 @@ def open_model(spec: str = "extractive") -> Model:
     )
 
 
-def open_source(spec: str = "snapshot") -> WikiSource:
-    """Open a source from its spec: `snapshot`, `live`, `live:<host>`, or a snapshot file."""
+def open_source(spec: str = "snapshot", results: Sequence[Path] = ()) -> WikiSource:
+    """Open a source from its spec: `snapshot`, `live`, `live:<host>`, `cassette:<run id or
+    path>`, or a snapshot file. A cassette's run id is looked up under `results` (a run's
+    output folder), then the results folder, each with its scratch area."""
+    if spec.startswith("cassette:"):
+        from wikiqa.config import Settings
+        from wikiqa.sources.cassette import CassetteSource, parse_spec
+        from wikiqa.sources.cassette_files import find_cassette
+
+        ref, any_suite = parse_spec(spec.removeprefix("cassette:"))
+        if not ref:
+            raise ValueError("cassette: needs a run id or a cassette file path")
+        folders = [*results, Settings().results_dir()]
+        return CassetteSource(find_cassette(ref, folders), any_suite=any_suite)
     if spec == "snapshot":
         from wikiqa.sources import SnapshotSource
 
@@ -80,5 +95,7 @@ def open_source(spec: str = "snapshot") -> WikiSource:
     if not Path(spec).exists():
         if "/" in spec or Path(spec).suffix in (".json", ".jsonl"):
             raise ValueError(f"{spec}: no such snapshot file")
-        raise ValueError(f"unknown source {spec!r}: use snapshot, live, live:<host> or a file path")
+        raise ValueError(
+            f"unknown source {spec!r}: use snapshot, live, live:<host>, cassette:<run id> or a file path"
+        )
     return SnapshotSource(spec)

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from wikiqa.bench.ask import bench_ask
+from wikiqa.bench.cassette import bench_cassette
+from wikiqa.bench.cassette import report as cassette_report
 from wikiqa.bench.eval import bench_eval
 from wikiqa.bench.injection import bench_injection
 from wikiqa.bench.injection import report as injection_report
@@ -28,7 +30,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wikiqa.bench")
     parser.add_argument(
         "suite",
-        choices=["sources", "ask", "eval", "public", "reading", "injection", "load", "local"],
+        choices=[
+            "sources",
+            "ask",
+            "eval",
+            "public",
+            "reading",
+            "injection",
+            "load",
+            "local",
+            "cassette",
+        ],
     )
     parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
     parser.add_argument("--seconds", type=float, default=30.0, help="load: how long to drive it")
@@ -91,6 +103,9 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         report = "public suite, offline (targets: x3 <= 60 s, compare <= 2 s)\n" + "\n".join(
             line(k, v, "{:.2f}") for k, v in figures.items()
         )
+    elif args.suite == "cassette":
+        figures = bench_cassette()
+        report = cassette_report(figures)
     elif args.suite == "reading":
         figures = bench_reading(args.suite_name)
         report = reading_report(figures, args.suite_name)

@@ -21,7 +21,10 @@ EXIT_UNAVAILABLE = 3
 EXIT_USAGE = 2  # as argparse: the arguments do not fit together
 
 # Help texts repeated across groups, so every command describes its specs the same way.
-SOURCE_HELP = "snapshot (default, offline), live, live:<host>, or a snapshot file path"
+SOURCE_HELP = (
+    "snapshot (default, offline), live, live:<host>, cassette:<run id or path> (replay a run's "
+    "cassette), or a snapshot file path"
+)
 MODEL_HELP = "extractive (default, offline), anthropic:<model>, openai:<model>@<url>"
 READ_FIRST_HELP = "fetch the top N search hits before the model's first turn (default 0)"
 SPOTLIGHT_HELP = (

@@ -16,7 +16,7 @@ from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, CliError, positive_int
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from wikiqa.evals.analysis.compare import DifferentSuites, compare, render
-    from wikiqa.experiment import load_run
+    from wikiqa.experiment import drift_between, load_run
 
     frames = []
     for run in (args.run_a, args.run_b):
@@ -28,6 +28,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         result = compare(frames[0], frames[1], args.allow_different_suites)
     except DifferentSuites as err:
         raise CliError(str(err), EXIT_USAGE) from err
+    found, why = drift_between(args.run_a, args.run_b, args.out)
+    result = result.model_copy(update={"drift": found, "drift_unknown": why})
     print(result.model_dump_json(indent=2) if args.json else render(result))
     return 0
 

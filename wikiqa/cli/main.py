@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from wikiqa.cli.ask import register as register_ask
+from wikiqa.cli.cassette import register as register_cassette
 from wikiqa.cli.common import EXIT_UNAVAILABLE, CliError
 from wikiqa.cli.compare import register as register_compare
 from wikiqa.cli.confidence import register as register_confidence
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_experiment(sub)  # experiment run
     register_local(sub)  # local-model serve
     register_snapshot(sub)  # snapshot info, snapshot record
+    register_cassette(sub)  # cassette info, diff, merge
     return parser
 
 

@@ -14,8 +14,7 @@ REPO_RESULTS = ROOT / "results"
 
 def results_dir() -> Path:
     """`WIKIQA_RESULTS` if set (tests and notebook checks write elsewhere), else results/."""
-    configured = Settings().results
-    return configured.expanduser() if configured is not None else REPO_RESULTS
+    return Settings().results_dir()
 
 
 def scratch_dir() -> Path:

@@ -33,7 +33,9 @@ class StepParameters(BaseModel):
     )
     JUDGE: str | None = Field(None, description="None: offline graders only | a judge model spec")
     SOURCE: str = Field(
-        "snapshot", description="snapshot (offline) | live | live:<host> | a snapshot file path"
+        "snapshot",
+        description="snapshot (offline) | live | live:<host> | cassette:<run id or path> (replay "
+        "a run's cassette) | a snapshot file path",
     )
     SUITE: str = Field("dev", description="dev | public | a task file path (never a holdout)")
     TRIALS: int = Field(3, ge=1, le=100, description="trials per task, majority vote: 1..100")

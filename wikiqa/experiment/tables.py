@@ -87,6 +87,9 @@ def climb_table(climb: pd.DataFrame) -> Any:
         delta, versus = str(r.get("Δ tasks [95% CI]", "-")), str(r.get("vs", "-"))
         if delta != "-":
             row["Δ tasks"] = delta.replace(" [", "\n[", 1) + f"\nvs {versus.split('_', 1)[0]}"
+            drift = r.get("drift")
+            if isinstance(drift, str):
+                row["Δ tasks"] += "\ndrift " + drift.replace(", ", "\n", 1)
             row["change"] = str(r["change"])
         else:
             row["Δ tasks"] = "-"

@@ -4,6 +4,7 @@ the answer/refuse confusion matrix, failures with the grader's evidence."""
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,10 @@ from wikiqa.evals import Task, load_tasks, resolve_suite, results_dir
 from wikiqa.evals.analysis import COLUMNS, render, summarize, task_verdicts, trial_verdicts
 from wikiqa.evals.analysis.compare import DifferentSuites, compare
 from wikiqa.evals.analysis.stats import count_text, wilson
-from wikiqa.evals.climb.changelog import read
+from wikiqa.evals.climb.changelog import ChangelogRow, read
 from wikiqa.evals.paths import ROOT
+from wikiqa.sources.cassette_drift import Drift, drift
+from wikiqa.sources.cassette_files import Cassette, CassetteError, cassette_of, read_cassette
 
 
 def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataFrame:
@@ -47,6 +50,30 @@ def find_run(run: str | Path | None = None, out: Path | None = None) -> Path:
     raise FileNotFoundError(f"no run {run!r} under {folders[0]} or {folders[1]}")
 
 
+def drift_between(
+    a: str | Path, b: str | Path, out: Path | None = None
+) -> tuple[Drift | None, str | None]:
+    """The drift between two runs' cassettes (beside their parquets), or (None, why not)."""
+    cassettes = []
+    for run in (a, b):
+        try:
+            path = cassette_of(find_run(run, out))
+        except FileNotFoundError as err:
+            return None, str(err)
+        if not path.exists():
+            return None, f"run {run} has no cassette (recorded before cassettes)"
+        try:
+            cassettes.append(_cassette(path, path.stat().st_mtime_ns))
+        except CassetteError as err:
+            return None, str(err)
+    return drift(*cassettes), None
+
+
+@lru_cache(maxsize=32)
+def _cassette(path: Path, mtime_ns: int) -> Cassette:
+    return read_cassette(path)  # the climb reads each run's cassette once per change
+
+
 def climb(out: Path | None = None) -> pd.DataFrame:
     """The hillclimb table: one row per recorded run, in the order they were recorded, with
     passes/applicable per dimension, each rate's 95% interval, and the paired Δ of tasks passing
@@ -73,6 +100,7 @@ def climb(out: Path | None = None) -> pd.DataFrame:
             else "-"
         )
         record["vs"] = r.delta.vs_experiment if r.delta else (r.delta_note or "-")
+        record["drift"] = _drift_cell(r, out) if r.delta else None
         records.append(record)
     return pd.DataFrame.from_records(records)
 
@@ -84,6 +112,21 @@ def _rate_columns(name: str, passes: int, applicable: int) -> dict[str, float | 
         f"{name}_low": bounds[0] if bounds else None,
         f"{name}_high": bounds[1] if bounds else None,
     }
+
+
+def _drift_cell(row: ChangelogRow, out: Path | None) -> str | None:
+    """Beside a row's Δ: how much of the text and searches changed since the run it is
+    compared with (`revs` articles at other revisions, `hits` searches with other hits)."""
+    if row.delta is None:
+        return None
+    found, _ = drift_between(row.delta.vs, row.run_id, out)
+    if found is None:
+        return None
+    mark = " CONFOUNDED" if found.confounded else ""
+    return (
+        f"{found.drifted_articles}/{found.shared_articles} revs, "
+        f"{found.drifted_searches}/{found.shared_searches} hits{mark}"
+    )
 
 
 def latest_pair(out: Path | None = None) -> tuple[str | None, str | None]:
@@ -121,6 +164,12 @@ def compare_runs(a: str, b: str, out: Path | None = None) -> pd.DataFrame:
         for dimension, r in result.rows.items()
     }
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def drift_line(a: str, b: str, out: Path | None = None) -> str:
+    """The drift between two runs, as `wikiqa compare` prints it beside the Δ."""
+    found, why = drift_between(a, b, out)
+    return found.line() if found is not None else f"drift: unknown ({why})"
 
 
 def flips(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:

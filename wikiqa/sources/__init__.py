@@ -4,13 +4,17 @@
 - `records`: what crosses the boundary (search hits, articles and their provenance);
 - `snapshot` (+ `snapshot_files`): the offline default, a pinned snapshot indexed into SQLite FTS5;
 - `live` (+ `infobox`): MediaWiki through mwclient;
-- `recording`, `injection`: wrappers that freeze what a source returned, or plant text in it.
+- `recording`, `injection`: wrappers that freeze what a source returned, or plant text in it;
+- `cassette` (+ `cassette_files`, `cassette_drift`, `cassette_merge`): what a run's source
+  answered, recorded by every run and replayed exactly; drift between two runs; merging.
 
 Build one from a spec string with `wikiqa.registry.open_source`.
 """
 
 from typing import Any
 
+from wikiqa.sources.cassette import CassetteMiss, CassetteRecorder, CassetteSource
+from wikiqa.sources.cassette_files import CassetteError
 from wikiqa.sources.injection import InjectionSource, Plant
 from wikiqa.sources.protocol import (
     SourceError,
@@ -29,6 +33,10 @@ from wikiqa.sources.snapshot_files import RECORDING_FORMAT, SnapshotError, defau
 __all__ = [
     "RECORDING_FORMAT",
     "Article",
+    "CassetteError",
+    "CassetteMiss",
+    "CassetteRecorder",
+    "CassetteSource",
     "Depth",
     "InjectionSource",
     "LiveSource",

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from wikiqa.evals.analysis.reduce import COLUMNS, records_of, trial_records
 from wikiqa.evals.analysis.stats import Paired, paired
+from wikiqa.sources.cassette_drift import Drift
 
 
 class DifferentSuites(ValueError):
@@ -28,6 +29,10 @@ class Comparison(BaseModel):
     suite: str
     suite_hash: str
     rows: dict[str, dict[str, Any]]
+    # What changed in the text and searches the two runs saw (their cassettes); None when a
+    # run has no cassette (recorded before cassettes), with `drift_unknown` saying why.
+    drift: Drift | None = None
+    drift_unknown: str | None = None
 
 
 def _scores(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
@@ -96,7 +101,8 @@ def render(c: Comparison) -> str:
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
     text = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
             for row in lines]  # fmt: skip
+    drift = c.drift.line() if c.drift else f"drift: unknown ({c.drift_unknown or 'not read'})"
     return "\n".join(
         [f"A {c.a}\nB {c.b}\nsuite {c.suite} ({c.suite_hash}); paired on the tasks both decided", "",
-         *text, "", "* McNemar p < 0.05: the change is unlikely to be noise"]
+         *text, drift, "", "* McNemar p < 0.05: the change is unlikely to be noise"]
     )  # fmt: skip

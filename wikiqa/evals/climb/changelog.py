@@ -68,6 +68,7 @@ class ChangelogRow(BaseModel):
     parquet: str
     delta: Delta | None = None
     delta_note: str | None = None  # why there is no delta, when there is none
+    cassette_hash: str | None = None  # what the source answered (runs/RUN_ID.cassette.jsonl.gz)
 
 
 MAX_CHANGELOG_BYTES = 64 * MiB

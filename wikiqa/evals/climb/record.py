@@ -115,6 +115,7 @@ def row(outcome: RunOutcome) -> ChangelogRow:
         needs_judge=summary.needs_judge,
         errors=summary.errors,
         parquet=_relative(outcome.parquet, meta.config.out),
+        cassette_hash=meta.cassette_hash,
     )
 
 

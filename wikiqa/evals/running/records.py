@@ -16,7 +16,7 @@ from wikiqa.evals.paths import results_dir
 # Columns that identify a run; the rest describe one task x trial x dimension.
 META_COLUMNS = (
     "run_id", "git_sha", "experiment", "change", "kind", "model", "judge", "source",
-    "source_hash", "prompt_hash", "suite", "suite_hash", "trials", "created_at",
+    "source_hash", "prompt_hash", "suite", "suite_hash", "trials", "created_at", "cassette_hash",
 )  # fmt: skip
 
 
@@ -76,6 +76,9 @@ class RunMeta(BaseModel):
     model: str
     judge: str | None
     tasks: int
+    # What the source answered: runs/RUN_ID.cassette.jsonl.gz and its content hash (set at the end).
+    cassette: str | None = None
+    cassette_hash: str | None = None
 
 
 class TrialRecord(BaseModel):

@@ -33,6 +33,7 @@ from wikiqa.evals.analysis.summary import Summary, summarize
 from wikiqa.evals.graders import Judge, check_not_self, decision_of, error_grades, grade
 from wikiqa.evals.paths import git_sha
 from wikiqa.evals.running.cache import CachingModel, ResponseCache
+from wikiqa.evals.running.cassettes import check_replay, open_recorder, replaying, with_cassette
 from wikiqa.evals.running.frame import to_frame, write_parquet
 from wikiqa.evals.running.journal import Journal, journal_dir
 from wikiqa.evals.running.records import RunConfig, RunMeta, TrialRecord
@@ -94,10 +95,16 @@ class Runner:
         progress: bool = True,
         sleep: Callable[[float], None] = time.sleep,
         notify: Callable[[str], None] | None = None,
+        record_cassette: bool = True,
     ) -> None:
         self.config = config
         self.model = model or open_model(config.model)
-        self.source = source or open_source(config.source)
+        self.source = source or open_source(config.source, (config.out,))
+        # Every run records what its source answered (runs/RUN_ID.cassette.jsonl.gz); a replayed
+        # cassette's misses are final, so they are not retried (`cassettes`).
+        self.record_cassette = record_cassette
+        self.recorder: WikiSource | None = None
+        self.infra_attempts = 1 if replaying(self.source) else config.infra_attempts
         judge_model = judge_model or (open_model(config.judge) if config.judge else None)
         if judge_model is not None:
             check_not_self(judge_model.spec, self.model.spec, config.allow_self_judge)
@@ -119,7 +126,7 @@ class Runner:
         return CachingModel(model, self.cache, namespace) if self.cache is not None else model
 
     def run_trial(self, task: Task, trial: int) -> TrialRecord:
-        source: WikiSource = self.source
+        source: WikiSource = self.recorder or self.source
         if task.injection is not None:
             source = InjectionSource(self.source, task.injection.plants)
         model = self._wrap(self.model, f"trial={trial}")
@@ -135,7 +142,7 @@ class Runner:
                 spotlight=self.config.spotlight,
             )
             result = agent.ask(task.question)
-            if not result.infrastructure_error or attempts >= self.config.infra_attempts:
+            if not result.infrastructure_error or attempts >= self.infra_attempts:
                 break
             self.sleep(self.config.infra_backoff * 2 ** (attempts - 1))
         judge = None
@@ -177,6 +184,7 @@ class Runner:
             refuse_held_out(all_tasks, suite_path)
         tasks = all_tasks[: config.limit]
         digest = bytes_hash(raw)
+        check_replay(self.source, digest)
         if resume:
             meta = RunMeta.model_validate_json(
                 (journal_dir(config.out, resume) / "meta.json").read_text()
@@ -206,6 +214,8 @@ class Runner:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "meta.json").write_text(scrub(meta.model_dump_json(indent=2)))
         journal = Journal(journal_dir(config.out, meta.run_id) / "journal.jsonl")
+        recorder = open_recorder(self.source, meta, config.out) if self.record_cassette else None
+        self.recorder = recorder
         records = journal.read()
         trials = meta.config.trials
         todo = [
@@ -236,6 +246,7 @@ class Runner:
                 raise
             finally:
                 bar.close()
+        meta = with_cassette(meta, recorder, config.out)
         frame = to_frame(meta, tasks, records)
         parquet = write_parquet(frame, config.out / "runs" / f"{meta.run_id}.parquet")
         summary = summarize(frame)

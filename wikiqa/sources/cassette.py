@@ -1,0 +1,226 @@
+"""Record what a source answered during a run, and replay it exactly.
+
+- `CassetteRecorder(inner, path, header)` passes every call through and appends each distinct
+  answer to the cassette as it arrives (one `os.write` of a whole line, under a lock: the runner
+  calls from a thread pool), so an interrupted run keeps what it fetched and a resumed run
+  appends to the same file. Every line is scrubbed of secrets before it is written.
+- `CassetteSource(path)` answers searches and fetches exactly as recorded. A call the cassette
+  does not hold raises `CassetteMiss`, a `SourceUnavailable` naming the query or title: the
+  agent reports it as an infrastructure error, so a miss is never graded as the agent's answer.
+
+The file format is `cassette_files`'.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import zlib
+from pathlib import Path
+from typing import Any
+
+from wikiqa.secrets import scrub
+from wikiqa.sources.cassette_files import (
+    Cassette,
+    CassetteError,
+    Fetch,
+    Header,
+    Search,
+    article_line,
+    content_hash,
+    fetch_key,
+    header_line,
+    read_cassette,
+    read_lines,
+    search_key,
+)
+from wikiqa.sources.protocol import SourceUnavailable, SourceWrapper, WikiSource, normalize_title
+from wikiqa.sources.records import Article, Depth, SearchHit
+
+
+class CassetteMiss(SourceUnavailable):
+    """Replay asked for a call its cassette does not hold: reported, never a silent miss.
+    `deterministic`: retrying cannot help (the runner does not back off and retry it)."""
+
+    deterministic = True
+
+
+class CassetteRecorder(SourceWrapper):
+    """A `WikiSource` that passes calls through to `inner` and records every distinct answer.
+
+    One gzip member is open while the run records, sync-flushed after every line (so an
+    interrupted run's cassette reads up to its last whole line); `close` ends it.
+    """
+
+    def __init__(self, inner: WikiSource, path: Path | str, header: Header) -> None:
+        super().__init__(inner)
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._keys: set[str] = set()
+        self._seen: set[tuple[Any, ...]] = set()
+        self._zip = _compressor()
+        self._fd: int | None = None  # kept open while recording; `close` closes it
+        if self.path.exists() and self.path.stat().st_size > 0:
+            self._resume()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._write(header_line(header))
+
+    def _resume(self) -> None:
+        """Reopen a resumed run's cassette: know what it holds, and rewrite its whole lines as
+        one open gzip member to append to (a last line a kill cut short is dropped: its call
+        simply records again)."""
+        cassette = read_cassette(self.path, allow_cut_tail=True)
+        self._keys = set(cassette.keys())
+        whole = read_lines(self.path)[:-1]
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_bytes(self._pack("".join(line + "\n" for line in whole).encode()))
+        os.replace(tmp, self.path)
+
+    def _pack(self, data: bytes) -> bytes:
+        return self._zip.compress(data) + self._zip.flush(zlib.Z_SYNC_FLUSH)
+
+    def _write(self, *records: dict[str, Any]) -> None:
+        """Append whole lines in one write (scrubbed once: scrubbing is most of the cost)."""
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(self._fd, self._pack(scrub(text).encode()))
+
+    def close(self) -> None:
+        """End the gzip member (a later call starts a new one: gzip allows several)."""
+        with self._lock:
+            tail = self._zip.flush()
+            self._zip = _compressor()
+            with self.path.open("ab") as fh:
+                fh.write(tail)
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    @property
+    def sha256(self) -> str:
+        """The cassette's content hash so far (`cassette_files.content_hash`)."""
+        with self._lock:
+            return content_hash(self._keys)
+
+    # Every call is checked against what is recorded by a cheap in-memory key (the values
+    # themselves); the hashed keys of `cassette_files` are computed only for what is new.
+
+    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
+        hits = self.inner.search(query, limit)
+        seen = ("s", query, limit, tuple((h.title, h.snippet, h.score) for h in hits))
+        if seen in self._seen:
+            return hits
+        search = Search(query=query, limit=limit, hits=hits)
+        with self._lock:
+            if seen not in self._seen:
+                key = search_key(search)
+                if key not in self._keys:
+                    self._write({"search": search.model_dump(mode="json")})
+                    self._keys.add(key)
+                self._seen.add(seen)
+        return hits
+
+    def get_article(self, title: str, depth: Depth = "lead") -> Article | None:
+        article = self.inner.get_article(title, depth)
+        content = None if article is None else _content(article)
+        seen = ("f", normalize_title(title), depth, content)
+        if seen in self._seen:
+            return article
+        with self._lock:
+            if seen in self._seen:
+                return article
+            line = article_line(article) if article is not None else None
+            ident = line["id"] if line is not None else None
+            fetch = Fetch(title=title, depth=depth, article=ident)
+            key = fetch_key(fetch)
+            lines = []
+            if line is not None and ident not in self._keys:
+                lines.append(line)
+                self._keys.add(str(ident))
+            if key not in self._keys:
+                lines.append({"fetch": fetch.model_dump(mode="json")})
+                self._keys.add(key)
+            if lines:
+                self._write(*lines)
+            self._seen.add(seen)
+        return article
+
+
+def _content(article: Article) -> tuple[Any, ...]:
+    """What makes an article this article (as `article_id`, without hashing): not fetch time."""
+    p = article.provenance
+    return (
+        article.title, article.text, article.url, article.revision_id, article.is_disambiguation,
+        article.description, article.depth, tuple(sorted(article.infobox.items())), p.source,
+        p.snapshot_sha256, p.snapshot_name, p.host, p.injected,
+    )  # fmt: skip
+
+
+def _compressor() -> zlib._Compress:
+    return zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: a gzip header, so `zcat` reads it
+
+
+def check_suite(cassette: Cassette, suite_hash: str, *, any_suite: bool = False) -> None:
+    """Refuse to replay a cassette on a suite it did not record (a different instrument: its
+    calls would miss, or answer another question's search) unless asked (`?suite=any`)."""
+    recorded = cassette.header.suite_hashes
+    if any_suite or not recorded or suite_hash in recorded:
+        return
+    raise CassetteError(
+        f"{cassette.path}:1: cassette of suite {', '.join(recorded)}, not of this suite "
+        f"({suite_hash}); replay it on its own suite, or pass the source as "
+        f"cassette:{cassette.path}?suite=any to replay it anyway"
+    )
+
+
+class CassetteSource:
+    """A `WikiSource` that answers exactly as a cassette recorded, and nothing else.
+
+    When one call was answered differently within the recording (a live article edited mid-run,
+    or a merged cassette with --prefer), the first answer in the file wins.
+    """
+
+    def __init__(self, path: Path | str, *, any_suite: bool = False) -> None:
+        self.cassette = read_cassette(path)
+        self.path = self.cassette.path
+        self.any_suite = any_suite
+        header = self.cassette.header
+        self.name = f"cassette:{header.run_id or self.path.name}"
+        self.sha256 = self.cassette.sha256
+        self._searches: dict[tuple[str, int], list[SearchHit]] = {}
+        for s in self.cassette.searches:
+            self._searches.setdefault((s.query, s.limit), s.hits)
+        self._fetches: dict[tuple[str, str], Article | None] = {}
+        for f in self.cassette.fetches:
+            answer = self.cassette.articles[f.article] if f.article is not None else None
+            self._fetches.setdefault((normalize_title(f.title), f.depth), answer)
+
+    def check_suite(self, suite_hash: str) -> None:
+        check_suite(self.cassette, suite_hash, any_suite=self.any_suite)
+
+    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
+        try:
+            return list(self._searches[(query, limit)])
+        except KeyError:
+            raise CassetteMiss(
+                f"cassette {self.path.name} holds no search for {query!r} (limit {limit})"
+            ) from None
+
+    def get_article(self, title: str, depth: Depth = "lead") -> Article | None:
+        try:
+            return self._fetches[(normalize_title(title), depth)]
+        except KeyError:
+            raise CassetteMiss(
+                f"cassette {self.path.name} holds no fetch of {title!r} ({depth})"
+            ) from None
+
+
+def parse_spec(rest: str) -> tuple[str, bool]:
+    """`cassette:REF[?suite=any]` -> (REF, any_suite)."""
+    ref, sep, option = rest.rpartition("?")
+    if sep and option == "suite=any":
+        return ref, True
+    return rest, False

@@ -1,0 +1,273 @@
+"""The cassette file: what a source answered during one run, as gzip-compressed JSON lines.
+
+A cassette is written beside its run's parquet (`runs/RUN_ID.cassette.jsonl.gz`) by
+`CassetteRecorder`, replayed by `CassetteSource` and compared or merged by `cassette_drift` and
+`cassette_merge`. Lines, in the order they happened:
+
+    {"format": "wikiqa-cassette/1", "run_id": ..., "suite_hashes": [...], ...}   the header
+    {"article": {Article}, "id": "<16 hex>"}          one copy per distinct article content
+    {"fetch": {"title": asked, "depth": "lead", "article": id | null}}   null: no such article
+    {"search": {"query": ..., "limit": 5, "hits": [SearchHit, ...]}}
+
+An article's `id` hashes its content (title, text, revision, url, infobox...; not the fetch
+time), so one revision is stored once however often it is fetched; a fetch line names it. A
+fetch or search line is written once per distinct answer. Compressed, because the JSON around
+an article (its URL, provenance, the snippets of every search) is as large as its text: gzip,
+flushed after every line, keeps a cassette below the sum of its distinct article texts, and
+`zcat` still reads it (a merged cassette may also be plain `.jsonl`). The cassette's hash (`content_hash`)
+is over the set of distinct records, not the file's bytes: two runs that were answered alike get
+the same hash whatever order their threads wrote in.
+
+Every malformed input is a `CassetteError` naming the file and line: a line that is not JSON, a
+record of no known kind, a fetch naming an article the file does not hold, and a last line cut
+short (a run killed mid-write: resuming the run repairs it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
+from wikiqa.sources.protocol import normalize_title
+from wikiqa.sources.records import Article, Depth, SearchHit
+
+CASSETTE_FORMAT = "wikiqa-cassette/1"
+CASSETTE_SUFFIX = ".cassette.jsonl.gz"
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_CASSETTE_BYTES = 1024 * MiB
+
+
+class CassetteError(ValueError):
+    """A cassette is missing, malformed or of another suite (the message names file and line)."""
+
+
+class Header(BaseModel):
+    """The first line: which run (or runs, when merged) it recorded, and of which suite."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format: str
+    created_at: str
+    run_id: str | None = None
+    merged_from: list[str] = Field(default_factory=list)
+    suite: str | None = None
+    suite_hashes: list[str] = Field(default_factory=list)
+    source: str | None = None
+    source_hash: str | None = None
+
+
+class Fetch(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    title: str
+    depth: Depth = "lead"
+    article: str | None  # an article line's id; None: the source had no such article
+
+
+class Search(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    limit: int
+    hits: list[SearchHit]
+
+
+def canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def article_id(article: Article) -> str:
+    """The content hash of an article: one revision's text is one id, whenever it was fetched."""
+    return _article_id(article.model_dump(mode="json"))
+
+
+def _article_id(data: dict[str, Any]) -> str:
+    provenance = {k: v for k, v in data["provenance"].items() if k != "fetched_at"}
+    return _digest(canonical(data | {"provenance": provenance}))
+
+
+def fetch_key(fetch: Fetch) -> str:
+    return f"f\t{normalize_title(fetch.title)}\t{fetch.depth}\t{fetch.article}"
+
+
+def search_key(search: Search) -> str:
+    return f"s\t{search.query}\t{search.limit}\t{_digest(canonical(_hits(search)))}"
+
+
+def _hits(search: Search) -> list[dict[str, Any]]:
+    return [h.model_dump(mode="json") for h in search.hits]
+
+
+def content_hash(keys: Iterable[str]) -> str:
+    """The cassette's hash: over the sorted set of its records' keys (article ids, fetch and
+    search keys), so it names what the source answered, not the order it was written in."""
+    return _digest("\n".join(sorted(set(keys))))
+
+
+@dataclass
+class Cassette:
+    """A parsed cassette, in file order."""
+
+    path: Path
+    header: Header
+    articles: dict[str, Article] = field(default_factory=dict)
+    fetches: list[Fetch] = field(default_factory=list)
+    searches: list[Search] = field(default_factory=list)
+
+    def keys(self) -> list[str]:
+        return [*self.articles, *map(fetch_key, self.fetches), *map(search_key, self.searches)]
+
+    @property
+    def sha256(self) -> str:
+        """`content_hash` of the records (named like a snapshot's, for the run's source_hash)."""
+        return content_hash(self.keys())
+
+
+def header_line(header: Header) -> dict[str, Any]:
+    return header.model_dump(mode="json", exclude_none=True)
+
+
+def article_line(article: Article) -> dict[str, Any]:
+    """An article's line: the article and its id (`article_id`)."""
+    data = article.model_dump(mode="json")
+    return {"article": data, "id": _article_id(data)}
+
+
+def read_cassette(path: Path | str, *, allow_cut_tail: bool = False) -> Cassette:
+    """Parse a cassette; any problem is a CassetteError naming the file and line.
+
+    `allow_cut_tail` (the recorder resuming its own run) skips a last line cut short by a kill
+    instead of refusing it; replay never does: a cassette that lost a line would miss calls.
+    """
+    path = Path(path)
+    lines = read_lines(path)
+    cassette: Cassette | None = None
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        last = lineno == len(lines)  # a well-written file ends with "\n": its last item is ""
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            if last and allow_cut_tail:
+                break
+            what = "truncated line (the run was cut off mid-write)" if last else "invalid JSON"
+            raise CassetteError(f"{path}:{lineno}: {what}: {err.msg}") from None
+        if not isinstance(record, dict):
+            raise CassetteError(f"{path}:{lineno}: expected a JSON object")
+        if cassette is None:
+            cassette = Cassette(path, _header(path, record))
+            continue
+        _add(cassette, record, f"{path}:{lineno}")
+    if cassette is None:
+        raise CassetteError(f"{path}:1: empty cassette (no header line)")
+    return cassette
+
+
+def read_lines(path: Path) -> list[str]:
+    """The cassette's text split at newlines (gzip or plain), bounded before and after
+    decompression; the last item is "" when the file ends with a whole line."""
+    try:
+        data = read_bounded(path, MAX_CASSETTE_BYTES, "cassette")
+    except TooLarge as err:
+        raise CassetteError(str(err)) from None
+    except FileNotFoundError:
+        raise CassetteError(f"{path}: no such cassette file") from None
+    except OSError as err:
+        raise CassetteError(f"{path}: cannot read cassette: {err.strerror or err}") from None
+    if data[:2] == GZIP_MAGIC:
+        data = _gunzip(path, data)
+    lines = data.split(b"\n")
+    for lineno, raw in enumerate(lines, start=1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            if lineno == len(lines):
+                break  # a line cut mid-character: reported as a truncated line
+            raise CassetteError(f"{path}:{lineno}: not UTF-8 (byte {err.start})") from None
+    return [raw.decode("utf-8", errors="replace") for raw in lines]
+
+
+def _gunzip(path: Path, data: bytes) -> bytes:
+    """Every gzip member's text. The recorder's last member stays open (sync-flushed after each
+    line, so all of it is readable); a cut-off tail decodes as far as it goes."""
+    out = bytearray()
+    rest = data
+    while rest:
+        member = zlib.decompressobj(wbits=31)
+        try:
+            out += member.decompress(rest, MAX_CASSETTE_BYTES + 1 - len(out))
+        except zlib.error as err:
+            raise CassetteError(
+                f"{path}: corrupt gzip data after line {out.count(10)}: {err}"
+            ) from None
+        if len(out) > MAX_CASSETTE_BYTES or member.unconsumed_tail:
+            raise CassetteError(f"{path}: cassette is larger than {MAX_CASSETTE_BYTES // MiB} MiB")
+        if not member.eof:
+            break
+        rest = member.unused_data
+    return bytes(out)
+
+
+def _header(path: Path, record: dict[str, Any]) -> Header:
+    if record.get("format") != CASSETTE_FORMAT:
+        raise CassetteError(
+            f'{path}:1: not a cassette (expected a first line with "format": "{CASSETTE_FORMAT}")'
+        )
+    try:
+        return Header.model_validate(record)
+    except ValidationError as err:
+        raise CassetteError(f"{path}:1: {first_problem(err)}") from None
+
+
+def _add(cassette: Cassette, record: dict[str, Any], where: str) -> None:
+    try:
+        if "article" in record and "id" in record:
+            article = Article.model_validate(record["article"])
+            cassette.articles[str(record["id"])] = article
+        elif "fetch" in record:
+            fetch = Fetch.model_validate(record["fetch"])
+            if fetch.article is not None and fetch.article not in cassette.articles:
+                raise CassetteError(f"{where}: fetch names article {fetch.article}, not above it")
+            cassette.fetches.append(fetch)
+        elif "search" in record:
+            cassette.searches.append(Search.model_validate(record["search"]))
+        else:
+            raise CassetteError(f"{where}: not a cassette record (article, fetch or search)")
+    except ValidationError as err:
+        raise CassetteError(f"{where}: {first_problem(err)}") from None
+
+
+def cassette_of(parquet: Path) -> Path:
+    """The cassette beside a run's parquet: runs/RUN_ID.parquet -> runs/RUN_ID.cassette.jsonl."""
+    return parquet.with_name(parquet.name.removesuffix(".parquet") + CASSETTE_SUFFIX)
+
+
+def find_cassette(ref: str, results: Iterable[Path]) -> Path:
+    """A cassette by path, or by run id under each results folder's runs/ and its scratch
+    area's (as `wikiqa.experiment.find_run` looks for parquets)."""
+    path = Path(ref)
+    if path.suffix or "/" in ref:
+        if not path.is_file():
+            raise CassetteError(f"{ref}: no such cassette file")
+        return path
+    looked = []
+    for base in results:
+        for folder in (base / "runs", base / "scratch" / "runs"):
+            candidate = folder / f"{ref}{CASSETTE_SUFFIX}"
+            if candidate.is_file():
+                return candidate
+            looked.append(str(folder))
+    raise CassetteError(f"no cassette for run {ref!r} under {', '.join(dict.fromkeys(looked))}")
