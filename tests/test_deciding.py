@@ -135,3 +135,11 @@ def test_levers_change_the_spec_and_the_system_prompt_only_when_on() -> None:
 def test_a_bad_option_is_a_clear_error(suffix: str, error: str) -> None:
     with pytest.raises(ValueError, match=error):
         open_model(f"openai:qwen@http://127.0.0.1:8091/v1{suffix}")
+
+
+def test_unset_tool_choice_leaves_the_options_dump_as_it_was() -> None:
+    """Judge transcripts and response-cache keys hold this dump: earlier calls keep their keys."""
+    assert "tool_choice" not in CallOptions(temperature=0.0).model_dump()
+    assert CallOptions.model_validate({"tool_choice": "required"}).model_dump()["tool_choice"] == (
+        "required"
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -62,7 +63,11 @@ def bench_local(
                 )
         finally:
             process.terminate()
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # mid-completion, llama.cpp may not stop in time
+                process.kill()
+                process.wait()
     seconds = [t["seconds"] for t in per_task]
     return {
         "model": model,

@@ -15,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from wikiqa.retry import Transient, parse_retry_after
 
@@ -122,6 +128,15 @@ class CallOptions(BaseModel):
             "grammar-constrained servers (our llama.cpp handler) enforce it while decoding."
         ),
     )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_choice(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Dumped as before the field existed when it is unset: judge transcripts and the
+        response cache's keys (which hold this dump) stay the same for every earlier call."""
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("tool_choice") is None:
+            dumped.pop("tool_choice", None)
+        return dumped
 
 
 class ModelUnavailable(Exception):
