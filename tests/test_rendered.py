@@ -74,3 +74,17 @@ def test_the_rendered_climb_compares_the_newest_run_with_its_predecessor(
     assert "06_abstain_on_low_confidence" in page and "08_injection_defences" in page
     at = page.find("NaN")  # "-" where nothing applied, as CHANGELOG.md shows
     assert at < 0, page[max(0, at - 300) : at + 40]
+
+
+def test_no_committed_notebook_or_result_shows_a_machine_path() -> None:
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "results", "experiments", "notebooks"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout  # fmt: skip
+    leaks = {}
+    for name in listed.split():
+        if name.endswith((".ipynb", ".md", ".json", ".jsonl")):
+            found = ABSOLUTE.findall((ROOT / name).read_text(encoding="utf-8", errors="replace"))
+            if found:
+                leaks[name] = found[:2]
+    assert not leaks, leaks
