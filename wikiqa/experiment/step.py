@@ -40,7 +40,7 @@ def step(namespace: Mapping[str, Any], **levers: object) -> RunOutcome:
         model = with_lever(model, lever, value)
     out = Path(p.OUT) if p.OUT else (results_dir() if p.RECORD else scratch_dir())
     _show_parameters(p, name, model, out)
-    with _model_settings(p), _served(model) as spec:
+    with _model_settings(p), _served(model, p.EXECUTOR) as spec:
         config = _config(p, name or "unnamed-step", spec, out)
         outcome, row = evaluate(config, "record" if p.RECORD else "explore", progress=False)
     show(outcome, row, name or "unnamed-step")
@@ -65,7 +65,7 @@ def _config(p: StepParameters, name: str, model: str, out: Path) -> RunConfig:
             experiment=name, model=model, judge=p.JUDGE, source=p.SOURCE, suite=p.SUITE,
             trials=p.TRIALS, concurrency=p.CONCURRENCY, limit=p.LIMIT, change=p.CHANGE,
             kind=p.KIND, retrieval=p.RETRIEVAL, budget=p.BUDGET or DEFAULT_BUDGET,
-            read_first=p.READ_FIRST, spotlight=p.SPOTLIGHT, out=out,
+            read_first=p.READ_FIRST, spotlight=p.SPOTLIGHT, out=out, executor=p.EXECUTOR,
         )  # fmt: skip
     except ValueError as err:
         raise ParameterError(str(err).splitlines()[-1]) from None
@@ -90,10 +90,10 @@ def _model_settings(p: StepParameters) -> Iterator[None]:
 
 
 @contextmanager
-def _served(model: str) -> Iterator[str]:
+def _served(model: str, executor: str = "local") -> Iterator[str]:
     """`local` starts the local model's server for the run (and stops it); any other spec is
-    used as given."""
-    if model != "local":
+    used as given. Under Ray, `local` goes to the run as it is: each node starts its own."""
+    if model != "local" or executor != "local":
         yield model
         return
     from wikiqa.models import local as local_model
