@@ -179,6 +179,7 @@ class Runner:
 
     def run(self, resume: str | None = None) -> RunOutcome:
         config = self.config
+        executor = open_executor(config.executor)  # Ray missing: said before anything is written
         suite_path = resolve_suite(config.suite, config.holdout)
         raw = read_suite(suite_path)
         all_tasks = parse_tasks(raw, suite_path)
@@ -227,7 +228,7 @@ class Runner:
         seen: set[tuple[str, int]] = set()
         try:
             told, step = False, max(1, len(todo) // 10)
-            for record in open_executor(config.executor).run(self, todo):
+            for record in executor.run(self, todo):
                 key = (record.task_id, record.trial)
                 if key in seen:
                     continue  # yielded twice (a lost worker's retry): journaled once
