@@ -93,6 +93,8 @@ bench: install
 	$(BIN)/python -m wikiqa.bench public
 	$(BIN)/python -m wikiqa.bench load
 	$(BIN)/python -m wikiqa.bench injection $(if $(wildcard ../shared/benchmarks/bipia),--bipia ../shared/benchmarks/bipia)
+	@if $(BIN)/python -c 'import ray' 2>/dev/null; then $(BIN)/python -m wikiqa.bench scale; \
+		else echo "scale: skipped (the ray extra is not installed: make test-ray)"; fi
 
 # Regenerate requirements.lock from a clean environment (run after changing dependencies).
 lock:

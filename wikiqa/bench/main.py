@@ -19,6 +19,7 @@ from wikiqa.bench.public import bench_public
 from wikiqa.bench.reading import bench_reading
 from wikiqa.bench.reading import report as reading_report
 from wikiqa.bench.report import line, report_ask, report_eval, report_sources
+from wikiqa.bench.scale import bench_scale
 from wikiqa.bench.sources import bench_sources
 from wikiqa.secrets import scrubbed_output
 
@@ -27,7 +28,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wikiqa.bench")
     parser.add_argument(
         "suite",
-        choices=["sources", "ask", "eval", "public", "reading", "injection", "load", "local"],
+        choices=[
+            "sources",
+            "ask",
+            "eval",
+            "public",
+            "reading",
+            "injection",
+            "load",
+            "local",
+            "scale",
+        ],
     )
     parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
     parser.add_argument("--seconds", type=float, default=30.0, help="load: how long to drive it")
@@ -93,6 +104,13 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         figures = bench_local()
         report = "local model (SmolLM2-135M via llama.cpp, 2 threads, greedy)\n" + "\n".join(
             line(k, v, "{:.2f}") for k, v in figures.items()
+        )
+    elif args.suite == "scale":
+        figures = bench_scale()
+        report = (
+            "scale: the Ray executor on a local Ray (stub: 0.5 s per model call; SmolLM2: two "
+            "servers sharing 2 cores, no gain possible here)\n"
+            + "\n".join(line(k, v, "{:.3f}") for k, v in figures.items())
         )
     else:
         figures = bench_injection(args.bipia, args.attacks, args.misinformation)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +129,7 @@ class _TrialHost:
 
     def __init__(self, factory: Any, config: RunConfig, env: dict[str, str], cache: Any) -> None:
         self.args = (factory, config, env, cache)
+        _runner(*self.args)  # imports, opens the snapshot: before the first trial, not in it
         if is_served(config.model):
             ServedModel(config.model).start()
 
@@ -153,6 +155,7 @@ class RayExecutor:
     hosts: int | None = None  # host actors; None: tasks, or one host per node for local models
     slots: int | None = None  # trials at once per host; None: the run's concurrency
     max_retries: int = 3  # reruns of a trial whose worker died
+    hosts_up: float | None = None  # perf_counter when the hosts were ready (benchmarks)
 
     @classmethod
     def from_spec(cls, spec: str) -> RayExecutor:
@@ -217,6 +220,7 @@ class RayExecutor:
     def _on_hosts(self, args: tuple[Any, ...], todo: Todo, config: RunConfig) -> Iterator[Finished]:
         slots = self.slots or config.concurrency
         hosts = self._start_hosts(args, slots)
+        self.hosts_up = time.perf_counter()
         free = dict.fromkeys(range(len(hosts)), slots)
         waiting = list(todo)[::-1]
         pending: dict[Any, tuple[int, Task, int]] = {}
@@ -287,22 +291,25 @@ _connected: list[str | None] = []
 
 def connect(address: str | None) -> None:
     """Join the cluster (or start a local Ray) once per process; another address reconnects."""
+    given = address
     if ray.is_initialized():
-        if _connected and _connected[-1] == address:
+        if _connected and _connected[-1] == given:
             return
         ray.shutdown()
     kwargs: dict[str, Any] = {}
     if address is None and not os.environ.get("RAY_ADDRESS"):
-        # a Ray of our own on this machine: no dashboard, a modest object store
+        # a Ray of our own on this machine ("local": never a stale `ray start` it remembers;
+        # `ray:auto` joins the one running here), loopback only, no dashboard, a small store
+        address = "local"
         kwargs = {
             "include_dashboard": False,
             "object_store_memory": 256 * 2**20,
-            "_node_ip_address": "127.0.0.1",  # loopback only: nothing listens outside
+            "_node_ip_address": "127.0.0.1",
         }
     if not (address or "").startswith("ray://"):
         kwargs["log_to_driver"] = False
     try:
         ray.init(address=address, **kwargs)
     except (ConnectionError, RuntimeError, ValueError) as err:
-        raise ExecutorError(f"cannot reach Ray at {address or 'a new local Ray'}: {err}") from err
-    _connected.append(address)
+        raise ExecutorError(f"cannot reach Ray at {address}: {err}") from err
+    _connected.append(given)

@@ -33,7 +33,7 @@ from wikiqa.evals.analysis.summary import Summary, summarize
 from wikiqa.evals.graders import Judge, check_not_self, decision_of, error_grades, grade
 from wikiqa.evals.paths import git_sha
 from wikiqa.evals.running.cache import Cache, CachingModel, ResponseCache
-from wikiqa.evals.running.executors import open_executor
+from wikiqa.evals.running.executors import Executor, open_executor
 from wikiqa.evals.running.frame import to_frame, write_parquet
 from wikiqa.evals.running.journal import Journal, journal_dir
 from wikiqa.evals.running.records import RunConfig, RunMeta, TrialRecord
@@ -96,8 +96,10 @@ class Runner:
         progress: bool = True,
         sleep: Callable[[float], None] = time.sleep,
         notify: Callable[[str], None] | None = None,
+        executor: Executor | None = None,
     ) -> None:
         self.config = config
+        self.executor = executor  # None: the one config.executor names
         self.model = model or open_run_model(config.model)
         self.source = source or open_source(config.source)
         judge_model = judge_model or (open_model(config.judge) if config.judge else None)
@@ -179,7 +181,9 @@ class Runner:
 
     def run(self, resume: str | None = None) -> RunOutcome:
         config = self.config
-        executor = open_executor(config.executor)  # Ray missing: said before anything is written
+        executor = self.executor or open_executor(
+            config.executor
+        )  # Ray missing: said before anything is written
         suite_path = resolve_suite(config.suite, config.holdout)
         raw = read_suite(suite_path)
         all_tasks = parse_tasks(raw, suite_path)
