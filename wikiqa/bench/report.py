@@ -32,6 +32,9 @@ _TARGETS = {
     "hostile_5xx": ("<=", 0.0),
     # the server holds no hostile body: its peak stays near its idle ~55 MB (was 380 MB at 3x50 MB)
     "server_peak_rss_mb_after_hostile": ("<=", 100.0),
+    "overhead_ms_per_trial": ("<=", 20.0),
+    "speedup_share_of_linear_8": (">=", 0.85),
+    "speedup_share_of_linear_8_hosts_up": (">=", 0.85),
 }
 
 

@@ -21,6 +21,10 @@ EXIT_UNAVAILABLE = 3
 EXIT_USAGE = 2  # as argparse: the arguments do not fit together
 
 # Help texts repeated across groups, so every command describes its specs the same way.
+EXECUTOR_HELP = (
+    "where trials run: local (default, this process), ray (a local Ray, or RAY_ADDRESS), "
+    "ray://<host>:<port> (a Ray cluster's client port) or ray:<address>; needs the `ray` extra"
+)
 SOURCE_HELP = (
     "snapshot (default, offline), live, live:<host>, cassette:<run id or path> (replay a run's "
     "cassette), or a snapshot file path"

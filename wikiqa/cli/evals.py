@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from wikiqa.cli.common import (
+    EXECUTOR_HELP,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     MODEL_HELP,
@@ -50,6 +51,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         "change": args.change,
         "kind": args.kind,
         "cache": not args.no_cache,
+        "executor": args.executor,
     }
     if args.out is not None:
         fields["out"] = args.out
@@ -70,6 +72,7 @@ def _tell(message: str) -> None:
 def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "explore") -> Any:
     """Run (or resume) and record by `policy`: the change-log row, if any, is `climb`'s call."""
     from wikiqa.evals import (
+        ExecutorError,
         HoldoutRefused,
         RunConfig,
         RunMeta,
@@ -92,12 +95,20 @@ def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "ex
             meta_path = journal_dir(out, resume) / "meta.json"
             saved = RunMeta.model_validate_json(meta_path.read_text()).config
             config = RunConfig(
-                **(saved.model_dump() | {"concurrency": config.concurrency, "out": config.out})
+                **saved.model_dump()
+                # how a run executes is not what it measures: the resumed part runs as asked now
+                | {
+                    "concurrency": config.concurrency,
+                    "out": config.out,
+                    "executor": config.executor,
+                }
             )
         outcome, _ = evaluate(config, policy, resume, progress=progress, notify=_tell)
         return outcome
     except (TaskError, HoldoutRefused, SelfJudging, SnapshotError) as err:
         raise CliError(str(err)) from err
+    except ExecutorError as err:  # Ray missing, or the cluster unreachable
+        raise CliError(str(err), EXIT_UNAVAILABLE) from err
     except ValueError as err:  # bad model / source specs
         raise CliError(str(err)) from err
 
@@ -189,11 +200,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--allow-holdout-rerun", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--trials", type=positive_int, default=None, help="trials per task (default 3)")
-    p.add_argument("--model", help=MODEL_HELP)
+    p.add_argument("--model", help=MODEL_HELP + ", local (start SmolLM2) or local:<gguf>")
     p.add_argument("--judge", help="judge model spec (default: offline graders only)")
     p.add_argument("--allow-self-judge", action="store_true", help="let the answerer's model judge")
     p.add_argument("--source", help=SOURCE_HELP)
     p.add_argument("--concurrency", type=positive_int, default=8)
+    p.add_argument("--executor", default=None, help=EXECUTOR_HELP)
     p.add_argument(
         "--budget", type=positive_int, default=None, help="tool-call budget per question"
     )

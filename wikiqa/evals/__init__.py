@@ -25,6 +25,7 @@ from wikiqa.evals.graders import Grade, Judge, SelfJudging, grade
 from wikiqa.evals.paths import REPO_RESULTS, git_sha, results_dir, scratch_dir
 from wikiqa.evals.running import (
     META_COLUMNS,
+    ExecutorError,
     Journal,
     RunConfig,
     RunMeta,
@@ -52,6 +53,7 @@ __all__ = [
     "META_COLUMNS",
     "REPO_RESULTS",
     "SUITES",
+    "ExecutorError",
     "Grade",
     "HoldoutRefused",
     "InfrastructureFailure",

@@ -40,6 +40,11 @@ class StepParameters(BaseModel):
     SUITE: str = Field("dev", description="dev | public | a task file path (never a holdout)")
     TRIALS: int = Field(3, ge=1, le=100, description="trials per task, majority vote: 1..100")
     CONCURRENCY: int = Field(8, ge=1, le=256, description="worker threads: 1..256")
+    EXECUTOR: str = Field(
+        "local",
+        description="local (this kernel's threads) | ray (a local Ray, or RAY_ADDRESS) | "
+        "ray://<host>:<port> (a Ray cluster) | ray:<address>; ray needs the `ray` extra",
+    )
     LIMIT: int | None = Field(None, ge=1, description="None: the whole suite | N: the first N")
     OUT: str | None = Field(
         None, description="None: results/scratch/ (or results/ when recorded) | a directory"

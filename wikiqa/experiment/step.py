@@ -42,7 +42,7 @@ def step(namespace: Mapping[str, Any], **levers: object) -> RunOutcome:
     given = resolve_out(p.OUT)
     out = given if given is not None else (results_dir() if p.RECORD else scratch_dir())
     _show_parameters(p, name, model, out)
-    with _model_settings(p), _served(model) as spec:
+    with _model_settings(p), _served(model, p.EXECUTOR) as spec:
         config = _config(p, name or "unnamed-step", spec, out)
         policy: Policy = "record" if p.RECORD else "explore"
         outcome, row = evaluate(config, policy, p.RESUME, progress=False, notify=_tell)
@@ -73,7 +73,7 @@ def _config(p: StepParameters, name: str, model: str, out: Path) -> RunConfig:
             experiment=name, model=model, judge=p.JUDGE, source=p.SOURCE, suite=p.SUITE,
             trials=p.TRIALS, concurrency=p.CONCURRENCY, limit=p.LIMIT, change=p.CHANGE,
             kind=p.KIND, retrieval=p.RETRIEVAL, budget=p.BUDGET or DEFAULT_BUDGET,
-            read_first=p.READ_FIRST, spotlight=p.SPOTLIGHT, out=out,
+            read_first=p.READ_FIRST, spotlight=p.SPOTLIGHT, out=out, executor=p.EXECUTOR,
         )  # fmt: skip
     except ValueError as err:
         raise ParameterError(str(err).splitlines()[-1]) from None
@@ -98,11 +98,12 @@ def _model_settings(p: StepParameters) -> Iterator[None]:
 
 
 @contextmanager
-def _served(model: str) -> Iterator[str]:
+def _served(model: str, executor: str = "local") -> Iterator[str]:
     """`local` (SmolLM2) or `local:NAME` (a catalogued model: `local:qwen`) starts that model's
     server on loopback for the run and stops it after; spec options after `;` (`local:qwen;
-    brief=1`) join the served spec's. Any other spec is used as given."""
-    if model != "local" and not model.startswith("local:"):
+    brief=1`) join the served spec's. Under Ray, the spec goes to the run as it is: each node
+    starts its own. Any other spec is used as given."""
+    if (model != "local" and not model.startswith("local:")) or executor != "local":
         yield model
         return
     from wikiqa.models import local as local_model

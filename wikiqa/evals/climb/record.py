@@ -163,7 +163,7 @@ IDENTITY = ("experiment", "change", "kind", "suite", "suite_hash", "model", "jud
             "prompt_hash", "git_sha", "trials", "parameters")  # fmt: skip
 # What does not change what a run measures: where it writes, how fast, how it retries.
 _NOT_PARAMETERS = {"out", "concurrency", "cache", "infra_attempts", "infra_backoff",
-                   "allow_holdout_rerun"}  # fmt: skip
+                   "allow_holdout_rerun", "executor"}  # fmt: skip
 
 
 def parameters_hash(config: RunConfig) -> str:

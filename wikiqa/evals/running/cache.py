@@ -14,9 +14,17 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from wikiqa.models import CallOptions, Message, Model, ModelTurn, ToolSpec
+
+
+class Cache(Protocol):
+    """What the caching wrapper needs: the SQLite store here, or a Ray actor holding one."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def put(self, key: str, value: str) -> None: ...
 
 
 class ResponseCache:
@@ -47,7 +55,7 @@ class ResponseCache:
 class CachingModel:
     """Wraps a model; serves repeated calls from the cache and counts real calls."""
 
-    def __init__(self, model: Model, cache: ResponseCache, namespace: str) -> None:
+    def __init__(self, model: Model, cache: Cache, namespace: str) -> None:
         self.model = model
         self.cache = cache
         self.namespace = namespace

@@ -59,7 +59,7 @@ def to_frame(
                 "cache_write_tokens": result.usage.tokens.cache_write_tokens,
                 "estimated_cost_usd": result.usage.estimated_cost_usd,
                 "model_calls": result.usage.model_calls, "tool_calls": result.usage.tool_calls,
-                "latency_ms": result.latency_ms,
+                "latency_ms": result.latency_ms, "node": record.node,
             }  # fmt: skip
             for g in record.grades:
                 rows.append(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from wikiqa.agent import DEFAULT_BUDGET, AgentResult, Refusal
 from wikiqa.evals.graders import Grade
@@ -46,6 +46,11 @@ class RunConfig(BaseModel):
     cache: bool = True
     infra_attempts: int = Field(3, ge=1)
     infra_backoff: float = Field(2.0, ge=0)
+    executor: str = Field(
+        "local",
+        description="Where trials run: local (this process's threads) | ray (a local Ray, or "
+        "RAY_ADDRESS) | ray://<host>:<port> (a Ray cluster's client port) | ray:<gcs address>.",
+    )
 
     @property
     def suite_name(self) -> str:
@@ -60,6 +65,15 @@ class RunConfig(BaseModel):
         if self.read_first >= self.budget:
             raise ValueError(f"read_first ({self.read_first}) must be below budget ({self.budget})")
         return self
+
+    @field_validator("executor")
+    @classmethod
+    def _known_executor(cls, value: str) -> str:
+        if value == "local" or value == "ray" or (value.startswith("ray:") and len(value) > 4):
+            return value
+        raise ValueError(
+            f"unknown executor {value!r}: use local, ray, ray://<host>:<port> or ray:<address>"
+        )
 
 
 class RunMeta(BaseModel):
@@ -91,6 +105,10 @@ class TrialRecord(BaseModel):
     judge_error: str | None = Field(
         None,
         description="The judge was unreachable after its retries: infrastructure, not a grade.",
+    )
+    node: str | None = Field(
+        None,
+        description="The Ray node that ran the trial (None: this process, the local executor).",
     )
 
     @property

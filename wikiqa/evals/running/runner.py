@@ -3,7 +3,8 @@
 It runs and summarises; it neither renders nor records (the change log is `climb`'s, which also
 keeps the held-out split to one run).
 
-- Bounded concurrency (a thread pool; the agent's work is I/O and SQLite) with a progress bar.
+- Bounded concurrency with a progress bar: trials run on an executor (`executors`: this
+  process's threads by default, or Ray across machines); only this process writes the journal.
 - Every finished trial is appended to a journal at once, so `resume` picks an interrupted run up
   without redoing finished trials. Trials that ended in an infrastructure error are retried
   (here, then again on resume) and reported apart from agent failures.
@@ -17,7 +18,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -32,11 +32,13 @@ from wikiqa.config import Settings
 from wikiqa.evals.analysis.summary import Summary, summarize
 from wikiqa.evals.graders import Judge, check_not_self, decision_of, error_grades, grade
 from wikiqa.evals.paths import git_sha
-from wikiqa.evals.running.cache import CachingModel, ResponseCache
+from wikiqa.evals.running.cache import Cache, CachingModel, ResponseCache
 from wikiqa.evals.running.cassettes import check_replay, open_recorder, replaying, with_cassette
+from wikiqa.evals.running.executors import Executor, LocalExecutor, open_executor
 from wikiqa.evals.running.frame import to_frame, write_parquet
 from wikiqa.evals.running.journal import Journal, journal_dir
 from wikiqa.evals.running.records import RunConfig, RunMeta, TrialRecord
+from wikiqa.evals.running.served import open_run_model
 from wikiqa.evals.tasks.task import (
     Task,
     bytes_hash,
@@ -96,9 +98,11 @@ class Runner:
         sleep: Callable[[float], None] = time.sleep,
         notify: Callable[[str], None] | None = None,
         record_cassette: bool = True,
+        executor: Executor | None = None,
     ) -> None:
         self.config = config
-        self.model = model or open_model(config.model)
+        self.executor = executor  # None: the one config.executor names
+        self.model = model or open_run_model(config.model)
         self.source = source or open_source(config.source, (config.out,))
         # Every run records what its source answered (runs/RUN_ID.cassette.jsonl.gz); a replayed
         # cassette's misses are final, so they are not retried (`cassettes`).
@@ -114,11 +118,18 @@ class Runner:
         # Where a run without a progress bar reports as it goes (a line every tenth of the
         # trials) and where the first infrastructure error is told the moment it happens.
         self.notify = notify
-        self.cache = (
+        self.cache: Cache | None = (
             ResponseCache(Settings().cache_dir() / "responses.sqlite") if config.cache else None
         )
         self._counter_lock = threading.Lock()
         self.model_calls = self.cached_calls = self.judge_calls = 0
+
+    def tally(self, model_calls: int, cached_calls: int, judge_calls: int) -> None:
+        """Add calls made elsewhere (a Ray worker's trial) to this run's counts."""
+        with self._counter_lock:
+            self.model_calls += model_calls
+            self.cached_calls += cached_calls
+            self.judge_calls += judge_calls
 
     # -- one trial ----------------------------------------------------------------------------
 
@@ -177,6 +188,9 @@ class Runner:
 
     def run(self, resume: str | None = None) -> RunOutcome:
         config = self.config
+        executor = self.executor or open_executor(
+            config.executor
+        )  # Ray missing: said before anything is written
         suite_path = resolve_suite(config.suite, config.holdout)
         raw = read_suite(suite_path)
         all_tasks = parse_tasks(raw, suite_path)
@@ -214,7 +228,10 @@ class Runner:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "meta.json").write_text(scrub(meta.model_dump_json(indent=2)))
         journal = Journal(journal_dir(config.out, meta.run_id) / "journal.jsonl")
-        recorder = open_recorder(self.source, meta, config.out) if self.record_cassette else None
+        # Ray workers open their own sources from the spec: only an in-process run records one
+        in_process = isinstance(executor, LocalExecutor)
+        recording = self.record_cassette and in_process
+        recorder = open_recorder(self.source, meta, config.out) if recording else None
         self.recorder = recorder
         records = journal.read()
         trials = meta.config.trials
@@ -225,27 +242,24 @@ class Runner:
             if (task.id, t) not in records or records[(task.id, t)].failed
         ]
         bar = tqdm(total=len(todo), desc=meta.run_id, unit="trial", disable=not self.progress)
-        with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
-            futures = {pool.submit(self.run_trial, task, t): (task.id, t) for task, t in todo}
-            try:
-                told, step = False, max(1, len(todo) // 10)
-                for done, future in enumerate(as_completed(futures), start=1):
-                    record = future.result()
-                    journal.append(record)
-                    records[(record.task_id, record.trial)] = record
-                    bar.update()
-                    if self.notify is not None and record.failed and not told:
-                        told = True
-                        cause = record.cause
-                        self.notify(f"wikiqa: infrastructure error on {record.task_id}: {cause}")
-                    if self.notify is not None and not self.progress and done % step == 0:
-                        self.notify(f"wikiqa: {done}/{len(todo)} trials done")
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
-            finally:
-                bar.close()
+        seen: set[tuple[str, int]] = set()
+        try:
+            told, step = False, max(1, len(todo) // 10)
+            for record in executor.run(self, todo):
+                key = (record.task_id, record.trial)
+                if key in seen:
+                    continue  # yielded twice (a lost worker's retry): journaled once
+                seen.add(key)
+                journal.append(record)
+                records[key] = record
+                bar.update()
+                if self.notify is not None and record.failed and not told:
+                    told = True
+                    self.notify(f"wikiqa: infrastructure error on {record.task_id}: {record.cause}")
+                if self.notify is not None and not self.progress and len(seen) % step == 0:
+                    self.notify(f"wikiqa: {len(seen)}/{len(todo)} trials done")
+        finally:
+            bar.close()
         meta = with_cassette(meta, recorder, config.out)
         frame = to_frame(meta, tasks, records)
         parquet = write_parquet(frame, config.out / "runs" / f"{meta.run_id}.parquet")

@@ -1,0 +1,114 @@
+"""A two-node Ray cluster on this machine's loopback, started from the command line as a README
+reader would (`ray start --head`, then `ray start --address`), for the tests marked `ray`.
+
+Each `ray start --block` runs in a session of its own, so the cluster is ended by killing
+exactly those process groups (never `ray stop`, which would end every Ray on the machine).
+Token authentication is on (Ray's default for a local head since 2.59): every node and every
+driver reads the same token file.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from wikiqa.models.local import free_port
+
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+@dataclass
+class Cluster:
+    gcs: str  # host:port of the head's GCS (a driver on a node: `ray:<gcs>`)
+    client: str  # ray://127.0.0.1:<port>, the Ray client port
+    env: dict[str, str]  # what a driver needs in its environment (the token)
+
+
+def _alive(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def _wait_nodes(env: dict[str, str], gcs: str, count: int, deadline: float) -> None:
+    script = "import ray, sys; ray.init(address=sys.argv[1]); print(sum(n['Alive'] for n in ray.nodes()))"
+    while time.monotonic() < deadline:
+        done = subprocess.run(
+            [sys.executable, "-c", script, gcs],
+            env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        if done.returncode == 0 and done.stdout.strip().splitlines()[-1:] == [str(count)]:
+            return
+        time.sleep(1)
+    raise TimeoutError(f"the Ray cluster did not reach {count} nodes")
+
+
+@contextmanager
+def loopback_cluster(tmp: Path, home: Path, timeout: float = 180) -> Iterator[Cluster]:
+    token = tmp / "ray_token"
+    token.write_text(secrets.token_hex(32))
+    gcs_port, client_port = free_port(), free_port()
+    # 127.0.0.2: Ray turns 127.0.0.1 into the machine's outward address; 127.0.0.2 stays loopback
+    gcs = f"127.0.0.2:{gcs_port}"
+    env = os.environ | {
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "WIKIQA_HOME": str(home),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1"]
+    head = [RAY, "start", "--head", "--port", str(gcs_port), "--ray-client-server-port",
+            str(client_port), "--include-dashboard", "false", *common]  # fmt: skip
+    worker = [RAY, "start", "--address", gcs, *common]
+    processes = [_alive(head, env, tmp / "head.log")]
+    try:
+        deadline = time.monotonic() + timeout
+        _wait_nodes(env, gcs, 1, deadline)
+        processes.append(_alive(worker, env, tmp / "worker.log"))
+        _wait_nodes(env, gcs, 2, deadline)
+        yield Cluster(gcs=gcs, client=f"ray://127.0.0.1:{client_port}", env=env)
+    finally:
+        for process in reversed(processes):
+            _end(process)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process under `root` (Ray's workers start sessions of their own)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the `ray start` session (it stops its node), then SIGKILL whatever is left of
+    it and of the processes it started."""
+    started = _descendants(process.pid)
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    for pid in [process.pid, *started]:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    process.wait(timeout=10)

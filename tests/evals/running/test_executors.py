@@ -1,0 +1,74 @@
+"""The executor setting without Ray: the local default never imports it, a ray executor without
+the extra is a clear error, and how a run executes never changes what it records as measured."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wikiqa.cli import main
+from wikiqa.evals import ExecutorError, RunConfig
+from wikiqa.evals.climb.record import parameters_hash
+from wikiqa.evals.running import LocalExecutor, open_executor
+from wikiqa.evals.running.served import ServedModel, canonical_spec, is_served
+from wikiqa.experiment.params import ParameterError, parameters
+
+
+def test_the_local_executor_runs_without_importing_ray(tmp_path: Path) -> None:
+    code = (
+        "import sys; from wikiqa.evals import RunConfig, run_eval; "
+        f"o = run_eval(RunConfig(trials=1, limit=3, out={str(tmp_path)!r}), progress=False); "
+        "print(o.trials_run, 'ray' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["3", "False"]
+    assert isinstance(open_executor("local"), LocalExecutor)
+
+
+def test_ray_without_the_extra_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the `ray` extra were not installed
+    with pytest.raises(ExecutorError, match=r"install the `ray` extra"):
+        open_executor("ray://127.0.0.1:10001")
+    code = main(["eval", "--limit", "1", "--trials", "1", "--executor", "ray", "--no-cache"])
+    assert code == 3
+    assert "needs Ray: install the `ray` extra" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["ray", "ray://10.0.0.5:10001", "ray:auto", "local"])
+def test_executor_spellings(spec: str) -> None:
+    assert RunConfig(executor=spec).executor == spec
+
+
+@pytest.mark.parametrize("spec", ["slurm", "ray:", "Ray", ""])
+def test_unknown_executors_are_refused(spec: str) -> None:
+    with pytest.raises(ValueError, match="unknown executor"):
+        RunConfig(executor=spec)
+
+
+def test_the_executor_is_not_a_run_parameter() -> None:
+    # the change log's identity of a run: the same measurement wherever its trials ran
+    assert parameters_hash(RunConfig(executor="ray")) == parameters_hash(RunConfig())
+
+
+def test_a_step_takes_executor() -> None:
+    assert parameters({"EXECUTOR": "ray://head:10001"}).EXECUTOR == "ray://head:10001"
+    assert parameters({}).EXECUTOR == "local"
+    with pytest.raises((ParameterError, ValueError)):
+        from wikiqa.experiment.step import _config
+
+        _config(parameters({"EXECUTOR": "slurm"}), "x", "extractive", Path("."))
+
+
+def test_local_model_specs_record_one_spec_whatever_port_serves_them() -> None:
+    assert is_served("local") and is_served("local:/models/qwen.gguf")
+    assert not is_served("local:") and not is_served("extractive")
+    assert canonical_spec("local") == "openai:smollm2-135m-instruct@http://127.0.0.1:8080/v1"
+    assert canonical_spec("local:/m/Qwen2.5-0.5B.gguf") == (
+        "openai:qwen2.5-0.5b@http://127.0.0.1:8080/v1"
+    )
+    assert ServedModel("local").spec == canonical_spec("local")  # nothing started to know it

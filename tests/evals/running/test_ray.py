@@ -1,0 +1,173 @@
+"""The Ray executor on a real two-node cluster on loopback, started with `ray start` (`make
+test-ray`): the same verdicts as the local executor, trial for trial; a worker killed mid-trial
+has that trial run again and journaled once; a driver killed mid-run resumes with only what is
+missing. The SmolLM2 comparison (one server per node) is also marked `local`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from tests.evals.running.cluster import Cluster, loopback_cluster
+from wikiqa.evals import RunConfig, RunOutcome, run_eval
+
+pytestmark = pytest.mark.ray
+pytest.importorskip("ray")
+
+# What differs between two runs of the same trials: ids, times, and where each trial ran.
+RUN_SPECIFIC = ["run_id", "created_at", "latency_ms", "git_sha", "node"]
+CLI = [sys.executable, "-m", "wikiqa.cli", "eval"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, session_home: Path) -> Iterator[Cluster]:
+    # Every driver is a `wikiqa eval` process with the cluster's environment (its token):
+    # Ray reads its auth settings once, at import.
+    with loopback_cluster(tmp_path_factory.mktemp("ray"), session_home) as running:
+        yield running
+
+
+def eval_cli(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], env=cluster.env, capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
+
+
+def same_trials(a: Path, b: Path) -> None:
+    left = pd.read_parquet(a).drop(columns=RUN_SPECIFIC)
+    right = pd.read_parquet(b).drop(columns=RUN_SPECIFIC)
+    pd.testing.assert_frame_equal(left, right)
+
+
+def keys(journal: Path) -> list[tuple[str, int]]:
+    found = []
+    for line in journal.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        found.append((record["task_id"], record["trial"]))
+    return found
+
+
+def local_run(tmp_path: Path, **fields: Any) -> RunOutcome:
+    return run_eval(RunConfig(**fields, out=tmp_path / "local"), progress=False)
+
+
+def test_cli_on_a_two_node_cluster_matches_local(cluster: Cluster, tmp_path: Path) -> None:
+    """`wikiqa eval --executor ray://127.0.0.1:PORT`: both nodes take trials, and the verdicts
+    are the local executor's, trial for trial."""
+    args = ["--limit", "8", "--trials", "1", "--model", "extractive:delay=0.2", "--no-cache",
+            "--concurrency", "4", "--experiment", "ray"]  # fmt: skip
+    done = eval_cli(cluster, *args, "--executor", cluster.client, "--out", str(tmp_path / "ray"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "8 trials run now" in done.stdout
+    parquet = next((tmp_path / "ray" / "runs").glob("*.parquet"))
+    assert pd.read_parquet(parquet)["node"].nunique() == 2  # both nodes ran trials
+    local = local_run(tmp_path, limit=8, trials=1, model="extractive:delay=0.2", cache=False,
+                      concurrency=4, experiment="ray")  # fmt: skip
+    same_trials(parquet, local.parquet)
+
+
+def _trial_workers() -> list[int]:
+    """Ray worker processes running a trial task now (Ray titles them `ray::_run_trial`)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if cmdline.read_bytes().startswith(b"ray::_run_trial"):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_worker_killed_mid_trial_is_retried_and_journaled_once(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    out = tmp_path / "ray"
+    args = ["--limit", "6", "--trials", "2", "--model", "extractive:delay=0.3", "--no-cache",
+            "--concurrency", "2", "--experiment", "kill"]  # fmt: skip
+    driver = subprocess.Popen(
+        [*CLI, *args, "--executor", f"ray:{cluster.gcs}", "--out", str(out)], env=cluster.env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and time.monotonic() < deadline and driver.poll() is None:
+        journals = list((out / "journals").glob("*/journal.jsonl")) if out.exists() else []
+        busy = _trial_workers()
+        if journals and keys(journals[0]) and busy:  # the run is going: kill one mid-trial
+            os.kill(busy[0], signal.SIGKILL)
+            killed = busy[0]
+        time.sleep(0.05)
+    stdout, stderr = driver.communicate(timeout=300)
+    assert killed is not None, "no trial was caught running"
+    assert driver.returncode == 0, stderr[-3000:]  # no infrastructure error: Ray retried it
+    assert "12 trials run now" in stdout
+    found = keys(next((out / "journals").glob("*/journal.jsonl")))
+    assert len(found) == len(set(found)) == 12  # every trial once, the killed one included
+    local = local_run(tmp_path, limit=6, trials=2, model="extractive:delay=0.3", cache=False,
+                      concurrency=2, experiment="kill")  # fmt: skip
+    same_trials(next((out / "runs").glob("*.parquet")), local.parquet)
+
+
+def test_a_killed_driver_resumes_with_only_what_is_missing(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    out = tmp_path / "ray"
+    args = ["--limit", "10", "--trials", "2", "--model", "extractive:delay=0.3", "--no-cache",
+            "--concurrency", "2", "--experiment", "crash", "--executor", cluster.client]  # fmt: skip
+    driver = subprocess.Popen([*CLI, *args, "--out", str(out)], env=cluster.env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    journal = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and driver.poll() is None:
+        journals = list((out / "journals").glob("*/journal.jsonl")) if out.exists() else []
+        if journals and len(keys(journals[0])) >= 4:
+            journal = journals[0]
+            break
+        time.sleep(0.05)
+    assert journal is not None, "the run never got going"
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    done = set(keys(journal))
+    assert 4 <= len(done) < 20
+    resumed = subprocess.run(
+        [*CLI, "--resume", journal.parent.name, "--out", str(out), "--executor", cluster.client],
+        env=cluster.env, capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"{20 - len(done)} trials run now" in resumed.stdout
+    final = keys(journal)
+    assert len(set(final)) == 20 and all(final.count(k) == 1 for k in done)
+
+
+@pytest.mark.local
+def test_smollm2_one_server_per_node_matches_local(cluster: Cluster, tmp_path: Path) -> None:
+    """The real local model: under Ray each node's host starts its own SmolLM2 server; the
+    verdicts, and the recorded model spec, are the local executor's."""
+    pytest.importorskip("llama_cpp")
+    args = ["--model", "local", "--limit", "2", "--trials", "1", "--no-cache", "--read-first",
+            "1", "--concurrency", "1", "--experiment", "smollm2"]  # fmt: skip
+    for executor in ("local", f"ray:{cluster.gcs}"):
+        done = eval_cli(cluster, *args, "--executor", executor, "--out", str(tmp_path / executor))
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "0 served from cache" in done.stdout and "2 trials run now" in done.stdout
+    parquets = [
+        next((tmp_path / e / "runs").glob("*.parquet")) for e in ("local", f"ray:{cluster.gcs}")
+    ]
+    frames = [pd.read_parquet(p) for p in parquets]
+    for frame in frames:
+        assert set(frame["model"]) == {"openai:smollm2-135m-instruct@http://127.0.0.1:8080/v1"}
+        assert not frame["infra_error"].any() and frame["model_calls"].sum() > 0
+    assert frames[1]["node"].nunique() == 2  # one trial on each node's own server
+    same_trials(*parquets)

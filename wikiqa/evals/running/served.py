@@ -1,0 +1,107 @@
+"""Local-model specs for a run: `local` (SmolLM2, shipped in the `local` extra) or `local:<gguf>`
+(any GGUF file) mean "start the local model's server and use it".
+
+The process that first calls such a model starts one llama.cpp server on its own loopback and
+shares it among its threads: under the local executor that is this process; under Ray it is each
+node's host actor, so there is one server per node. Wherever it runs, the model's spec is the
+canonical one a default `wikiqa local-model serve` gives (`openai:<alias>@http://127.0.0.1:8080/v1`),
+so the run's recorded model, and the response cache's keys, do not depend on which node served a
+trial or on which port was free there.
+"""
+
+from __future__ import annotations
+
+import atexit
+import subprocess
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from wikiqa.models import CallOptions, Message, Model, ModelTurn, ToolSpec
+from wikiqa.models import local as local_model
+from wikiqa.registry import open_model
+
+_lock = threading.Lock()
+# gguf path ("" for the shipped default) -> (server process, the spec that reaches it)
+_servers: dict[str, tuple[subprocess.Popen[bytes], Model]] = {}
+
+
+def is_served(spec: str) -> bool:
+    """`local` or `local:<gguf>`: a model this run starts a server for."""
+    return spec == "local" or (spec.startswith("local:") and len(spec) > len("local:"))
+
+
+def _gguf(spec: str) -> Path | None:
+    name = spec.partition(":")[2]
+    return Path(name).expanduser().resolve() if name else None
+
+
+def canonical_spec(spec: str) -> str:
+    """The spec recorded for a served model: the default port, whatever port served it."""
+    gguf = _gguf(spec)
+    if gguf is None:
+        try:  # the driver need not have the `local` extra to name the shipped model
+            name = local_model.alias(local_model.default_gguf())
+        except local_model.LocalModelError:
+            name = local_model.ALIAS
+    else:
+        name = local_model.alias(gguf)
+    return local_model.spec("127.0.0.1", local_model.PORT, name)
+
+
+class ServedModel:
+    """A local-model spec as a model: its server starts on the first call (or `start`), once per
+    process; calls go to that server through the ordinary `openai:` provider."""
+
+    def __init__(self, spec: str) -> None:
+        if not is_served(spec):
+            raise ValueError(f"{spec!r} is not a local-model spec (local or local:<gguf>)")
+        self.given = spec
+        self._spec = canonical_spec(spec)
+
+    @property
+    def spec(self) -> str:
+        return self._spec
+
+    def start(self) -> Model:
+        """This process's server for the model (started now if it is not yet running)."""
+        gguf = _gguf(self.given)
+        key = str(gguf or "")
+        with _lock:
+            running = _servers.get(key)
+            if running is not None and running[0].poll() is None:
+                return running[1]
+            if gguf is not None and not gguf.is_file():
+                raise local_model.LocalModelError(f"{gguf}: no such model file")
+            process, actual = local_model.start(gguf)
+            if not _servers:
+                atexit.register(stop_all)
+            _servers[key] = (process, open_model(actual))
+            return _servers[key][1]
+
+    def __call__(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
+    ) -> ModelTurn:
+        return self.start()(system, messages, tools, options)
+
+
+def stop_all() -> None:
+    """Stop every server this process started (the end of a run, or of a host actor)."""
+    with _lock:
+        for process, _ in _servers.values():
+            process.terminate()
+        for process, _ in _servers.values():
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        _servers.clear()
+
+
+def open_run_model(spec: str) -> Model:
+    """A run's model from its spec: a local-model spec is served; any other goes to the registry."""
+    return ServedModel(spec) if is_served(spec) else open_model(spec)
