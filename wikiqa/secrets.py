@@ -56,6 +56,9 @@ _HEADER = re.compile(
     r"[^\s\"'\\,;}\]]+"
 )
 
+# Every name `_HEADER` matches contains one of these (lower-cased): the cheap test before it.
+_HEADER_NAMES = ("authorization", "api-key", "cookie")
+
 _remembered: set[str] = set()
 _lock = threading.Lock()
 _cache: dict[int, re.Pattern[str] | None] = {}  # fingerprint of the known secrets -> their regex
@@ -108,8 +111,14 @@ def scrub(text: str) -> str:
     pattern = _values_pattern()
     if pattern is not None:
         text = pattern.sub(MASK, text)
-    text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
-    return _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3) or ''}{MASK}", text)
+    # The two shapes below cost a regex scan each; most text (article leads, answers) holds
+    # neither a URL with an `@` nor a credential header's name, which a substring test rules out.
+    if "@" in text and "://" in text:
+        text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    lowered = text.lower()
+    if any(name in lowered for name in _HEADER_NAMES):
+        text = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3) or ''}{MASK}", text)
+    return text
 
 
 def scrub_data(data: T) -> T:
