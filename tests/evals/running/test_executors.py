@@ -72,3 +72,28 @@ def test_local_model_specs_record_one_spec_whatever_port_serves_them() -> None:
         "openai:qwen2.5-0.5b@http://127.0.0.1:8080/v1"
     )
     assert ServedModel("local").spec == canonical_spec("local")  # nothing started to know it
+
+
+def test_a_catalogued_local_model_is_served_by_name_with_its_spec_options(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`local:qwen` names the catalogue's model (not a file called "qwen"), and its recorded
+    spec carries the options it is served with, whichever node or port served it."""
+    from wikiqa.evals.running import served
+    from wikiqa.models import local as local_model
+
+    gguf = tmp_path / "qwen.gguf"
+    asked: list[str] = []
+
+    def gguf_for(name: str, progress: bool = True) -> Path:
+        asked.append(name)
+        return gguf
+
+    monkeypatch.setattr(local_model, "gguf_for", gguf_for)
+    monkeypatch.setattr(local_model, "alias", lambda path: local_model.MODELS["qwen"].alias)
+    spec = served.canonical_spec("local:qwen")
+    assert asked == ["qwen"]
+    assert (
+        spec
+        == f"openai:{local_model.MODELS['qwen'].alias}@http://127.0.0.1:8080/v1;tool_choice=required"
+    )

@@ -1,5 +1,6 @@
-"""Local-model specs for a run: `local` (SmolLM2, shipped in the `local` extra) or `local:<gguf>`
-(any GGUF file) mean "start the local model's server and use it".
+"""Local-model specs for a run: `local` (SmolLM2, shipped in the `local` extra), `local:<name>`
+(a catalogued model: `local:qwen`) or `local:<gguf>` (any GGUF file) mean "start the local
+model's server and use it".
 
 The process that first calls such a model starts one llama.cpp server on its own loopback and
 shares it among its threads: under the local executor that is this process; under Ray it is each
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from wikiqa.models import CallOptions, Message, Model, ModelTurn, ToolSpec
 from wikiqa.models import local as local_model
+from wikiqa.models.local import MODELS
 from wikiqa.registry import open_model
 
 _lock = threading.Lock()
@@ -32,8 +34,14 @@ def is_served(spec: str) -> bool:
 
 
 def _gguf(spec: str) -> Path | None:
+    """The GGUF file a spec names: a catalogued model by name (assembled on first use), or a
+    path; None for the shipped default."""
     name = spec.partition(":")[2]
-    return Path(name).expanduser().resolve() if name else None
+    if not name:
+        return None
+    if name in MODELS:
+        return local_model.gguf_for(name, progress=False)
+    return Path(name).expanduser().resolve()
 
 
 def canonical_spec(spec: str) -> str:

@@ -9,6 +9,7 @@ default; Qwen2.5-Coder-1.5B as `qwen`).
   needs the `local` extra, so nothing imports it).
 """
 
+from wikiqa.models.local.catalog import MODELS
 from wikiqa.models.local.serving import (
     ALIAS,
     PORT,
@@ -24,6 +25,7 @@ from wikiqa.models.local.serving import (
 
 __all__ = [
     "ALIAS",
+    "MODELS",
     "PORT",
     "LocalModelError",
     "alias",
