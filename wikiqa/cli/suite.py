@@ -9,7 +9,6 @@ importers are loaded inside the handlers so other commands start without them.
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -106,6 +105,7 @@ def cmd_suite_slice(args: argparse.Namespace) -> int:
     the same tasks for every step of a climb too slow to run on the whole suite."""
     from wikiqa.evals import TaskError, load_tasks, resolve_suite, suite_hash
     from wikiqa.evals.importers import dataset_of, take
+    from wikiqa.inputs import parse_jsonl
 
     try:
         source = resolve_suite(args.suite)
@@ -116,11 +116,10 @@ def cmd_suite_slice(args: argparse.Namespace) -> int:
         t.id
         for t in take(tasks, args.size, args.seed, stratum=lambda t: (t.category, dataset_of(t)))
     }
-    lines = [
-        line
-        for line in source.read_text(encoding="utf-8").splitlines()
-        if line.strip() and json.loads(line)["id"] in chosen
-    ]
+    # the chosen tasks' own lines, byte for byte, in the suite's order
+    text = source.read_text(encoding="utf-8")
+    numbers = {n for n, record in parse_jsonl(text, source, TaskError) if record["id"] in chosen}
+    lines = [line for n, line in enumerate(text.split("\n"), start=1) if n in numbers]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     kept = [t for t in tasks if t.id in chosen]
     counts = ", ".join(f"{c} {n}" for c, n in Counter(t.category for t in kept).most_common())

@@ -92,8 +92,9 @@ def read_json(path: Path) -> Any:
         raise InputError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from None
 
 
-def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line (the project's one JSONL reader)."""
+def benchmark_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a benchmark's JSONL file, through the
+    project's one JSONL reader (`inputs.read_objects`) at the benchmark size limit."""
     return read_objects(path, MAX_BENCHMARK_BYTES, "benchmark file")
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from wikiqa.evals.importers.answerability import Leads, open_task
 from wikiqa.evals.importers.common import (
     Imported,
+    benchmark_lines,
     field_of,
     provenance,
-    read_jsonl,
     split_of,
     strings,
     task_id,
@@ -28,7 +28,7 @@ DATASET = "nq-open"
 def import_nq_open(path: Path, leads: Leads) -> Imported:
     split = split_of(path)
     out = Imported(DATASET)
-    for lineno, record in read_jsonl(path):
+    for lineno, record in benchmark_lines(path):
         question = field_of(path, lineno, record, "question", str).strip()
         aliases = strings(path, lineno, record, "answer")
         out.considered += 1
