@@ -115,3 +115,20 @@ def test_a_row_after_a_suite_change_says_why_it_has_no_delta(tmp_path: Path) -> 
     assert row is not None and row.delta is None
     assert row.delta_note is not None and "08_x" in row.delta_note and "re-anchor" in row.delta_note
     assert "re-anchor" in (tmp_path / "r" / "CHANGELOG.md").read_text()
+
+
+def test_a_step_cut_off_resumes_with_resume_and_runs_only_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long step (the Qwen climb's) outlives a session: its journal is committed and the next
+    session finishes it with RESUME, running only the trials the journal lacks."""
+    from wikiqa import experiment
+
+    monkeypatch.setenv("WIKIQA_STEP", "09_resumed")
+    namespace = {"TRIALS": 1, "LIMIT": 3, "OUT": str(tmp_path), "CHANGE": "c", "KIND": "model"}
+    first = experiment.step(namespace)
+    journal = tmp_path / "journals" / first.meta.run_id / "journal.jsonl"
+    journal.write_text(journal.read_text().splitlines()[0] + "\n")  # cut off after one trial
+    again = experiment.step(namespace | {"RESUME": first.meta.run_id})
+    assert again.meta.run_id == first.meta.run_id and again.trials_run == 2
+    assert len(journal.read_text().splitlines()) == 3
