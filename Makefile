@@ -62,7 +62,7 @@ $(LOCAL_STAMP): $(STAMP) requirements-local.lock
 	@touch $@
 
 test-local: $(LOCAL_STAMP)
-	$(BIN)/pytest -m local -q
+	$(BIN)/pytest -m "local and not ray" -q
 	WIKIQA_HOME=$$(mktemp -d) WIKIQA_RESULTS=$$(mktemp -d) \
 		$(BIN)/pytest --nbval-lax -q experiments/03_local_llm.ipynb
 
