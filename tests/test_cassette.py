@@ -162,6 +162,7 @@ def test_a_missing_page_replays_as_missing_not_as_a_miss(
     path = tmp_path / "c.cassette.jsonl.gz"
     recorder = CassetteRecorder(LiveSource(sleep=lambda s: None), path, header())
     assert recorder.get_article("NonExistentPage_WikiAPI_Test_12345") is None
+    recorder.flush()
     assert CassetteSource(path).get_article("NonExistentPage_WikiAPI_Test_12345") is None
 
 
@@ -276,6 +277,7 @@ def test_one_copy_per_revision_and_threads_never_interleave_lines(tmp_path: Path
         t.start()
     for t in threads:
         t.join()
+    recorder.flush()
     cassette = read_cassette(path)  # parses: no line was torn by another thread
     assert len(cassette.articles) == 40  # 8 threads x 2 spellings x 40 fetches: 40 revisions
     assert len(cassette.fetches) == 40  # "t1" and "T1" fold to one call
@@ -283,11 +285,35 @@ def test_one_copy_per_revision_and_threads_never_interleave_lines(tmp_path: Path
     assert recorder.sha256 == cassette.sha256
 
 
+def test_lines_are_held_until_flush_then_written_whole(tmp_path: Path) -> None:
+    # The runner flushes before it journals each trial: one write a trial, and what a trial
+    # the journal holds fetched is on disk. What is held and not flushed is not on disk yet.
+    path = tmp_path / "h.cassette.jsonl.gz"
+    recorder = CassetteRecorder(Counting(), path, header())
+    assert len(read_lines_plain(path)) == 1  # the header is written at once
+    recorder.get_article("one")
+    recorder.search("one")
+    assert len(read_lines_plain(path)) == 1
+    size = path.stat().st_size
+    recorder.flush()
+    assert [next(iter(json.loads(line))) for line in read_lines_plain(path)] == [
+        "format", "article", "fetch", "search"
+    ]  # fmt: skip
+    recorder.flush()  # nothing held: nothing written
+    recorder.get_article("one")  # already recorded: nothing new to hold
+    recorder.flush()
+    assert path.stat().st_size > size and len(read_lines_plain(path)) == 4
+    recorder.get_article("two")
+    recorder.close()  # close writes what is held
+    assert [f.title for f in read_cassette(path).fetches] == ["one", "two"]
+
+
 def test_a_resumed_recording_drops_a_cut_line_and_appends(tmp_path: Path) -> None:
     path = tmp_path / "r.cassette.jsonl.gz"
     recorder = CassetteRecorder(Counting(), path, header())
     recorder.get_article("one")
     recorder.search("one")
+    recorder.flush()
     # A kill mid-write: the file ends in half a line.
     lines = read_lines_plain(path)
     cut = "".join(lines) + '{"search": {"query": "tw'
@@ -296,6 +322,7 @@ def test_a_resumed_recording_drops_a_cut_line_and_appends(tmp_path: Path) -> Non
         CassetteSource(path)
     resumed = CassetteRecorder(Counting(), path, header())
     resumed.get_article("two")
+    resumed.flush()
     cassette = read_cassette(path)
     assert [f.title for f in cassette.fetches] == ["one", "two"]
     assert [s.query for s in cassette.searches] == ["one"]
@@ -326,6 +353,7 @@ def test_a_malformed_cassette_is_named_by_file_and_line(
     recorder = CassetteRecorder(Counting(), path, header())
     recorder.get_article("one")  # header, article, fetch
     recorder.search("one")  # search
+    recorder.flush()
     lines = read_lines_plain(path)
     assert len(lines) == 4
     for name, data in (

@@ -250,6 +250,8 @@ class Runner:
                 if key in seen:
                     continue  # yielded twice (a lost worker's retry): journaled once
                 seen.add(key)
+                if recorder is not None:
+                    recorder.flush()  # its calls on disk before the journal holds it
                 journal.append(record)
                 records[key] = record
                 bar.update()
