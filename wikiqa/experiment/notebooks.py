@@ -6,11 +6,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import keyword
 import logging
 import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -162,6 +164,15 @@ def _ipc_kernel_manager() -> type:
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.transport = "ipc"
+            # the sockets' path prefix: in a temporary folder, not the notebook's folder (the
+            # kernel's cwd), where a killed run would leave `kernel-ipc-N` sockets behind
+            self.ip = str(Path(tempfile.mkdtemp(prefix="wikiqa-kernel-")) / "kernel-ipc")
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            if not restart:  # the sockets are gone: so is their folder (if nothing else is in it)
+                with contextlib.suppress(OSError):
+                    Path(self.ip).parent.rmdir()
 
         async def _async_interrupt_kernel(self) -> None:
             if self.shutting_down:
