@@ -308,6 +308,33 @@ def test_lines_are_held_until_flush_then_written_whole(tmp_path: Path) -> None:
     assert [f.title for f in read_cassette(path).fetches] == ["one", "two"]
 
 
+def test_a_collecting_recorder_hands_its_trial_to_the_runs_recorder(tmp_path: Path) -> None:
+    # Under Ray each trial's worker collects (no file) and the driver's recorder adds what is new:
+    # the file is the one a single process would have written.
+    alone = tmp_path / "alone.cassette.jsonl.gz"
+    single = CassetteRecorder(Counting(), alone, header())
+    driver = CassetteRecorder(Counting(), tmp_path / "ray.cassette.jsonl.gz", header())
+    trials = [["one", "two"], ["two", "three"], ["one"]]  # trials that refetch what others did
+    for titles in trials:
+        worker = CassetteRecorder(Counting())  # a fresh collector per trial
+        for title in titles:
+            worker.get_article(title)
+            worker.search(title, 2)
+            single.get_article(title)
+            single.search(title, 2)
+        sent = worker.take()
+        assert worker.take() == []  # handed over once
+        assert len(sent) == 3 * len(titles)  # article, fetch, search: each trial sends all
+        driver.add(sent)
+        driver.flush()
+    single.close()
+    driver.close()
+    ray, local = read_cassette(driver.path), read_cassette(alone)
+    assert ray.sha256 == local.sha256 == driver.sha256
+    assert len(ray.articles) == len(ray.fetches) == len(ray.searches) == 3  # one copy each
+    assert worker.path is None and not list(tmp_path.glob("*.tmp"))
+
+
 def test_a_resumed_recording_drops_a_cut_line_and_appends(tmp_path: Path) -> None:
     path = tmp_path / "r.cassette.jsonl.gz"
     recorder = CassetteRecorder(Counting(), path, header())

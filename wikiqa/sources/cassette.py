@@ -1,9 +1,12 @@
 """Record what a source answered during a run, and replay it exactly.
 
-- `CassetteRecorder(inner, path, header)` passes every call through and appends each distinct
-  answer to the cassette as it arrives (one `os.write` of a whole line, under a lock: the runner
-  calls from a thread pool), so an interrupted run keeps what it fetched and a resumed run
-  appends to the same file. Every line is scrubbed of secrets before it is written.
+- `CassetteRecorder(inner, path, header)` passes every call through and holds each distinct
+  answer; `flush` appends what it holds in one write of whole lines (under a lock: the runner
+  calls from a thread pool), and the runner flushes before it journals each trial, so an
+  interrupted run keeps what its journaled trials fetched and a resumed run appends to the same
+  file. Every line is scrubbed of secrets before it is written.
+- `CassetteRecorder(inner)`, with no path, only collects: `take` hands over what it holds. A Ray
+  worker records each trial so, and the driver's recorder `add`s the records to the run's file.
 - `CassetteSource(path)` answers searches and fetches exactly as recorded. A call the cassette
   does not hold raises `CassetteMiss`, a `SourceUnavailable` naming the query or title: the
   agent reports it as an infrastructure error, so a miss is never graded as the agent's answer.
@@ -33,6 +36,7 @@ from wikiqa.sources.cassette_files import (
     header_line,
     read_cassette,
     read_lines,
+    record_key,
     search_key,
 )
 from wikiqa.sources.protocol import SourceUnavailable, SourceWrapper, WikiSource, normalize_title
@@ -57,18 +61,24 @@ class CassetteRecorder(SourceWrapper):
     trial's time (`python -m wikiqa.bench cassette`).
     """
 
-    def __init__(self, inner: WikiSource, path: Path | str, header: Header) -> None:
+    def __init__(
+        self, inner: WikiSource, path: Path | str | None = None, header: Header | None = None
+    ) -> None:
         super().__init__(inner)
-        self.path = Path(path)
+        self.path = Path(path) if path is not None else None  # None: collect only (`take`)
         self._lock = threading.Lock()
         self._keys: set[str] = set()
         self._seen: set[tuple[Any, ...]] = set()
         self._zip = _compressor()
         self._fd: int | None = None  # kept open while recording; `close` closes it
-        self._pending: list[str] = []  # whole lines not yet written (`flush`)
+        self._pending: list[dict[str, Any]] = []  # records not yet written (`flush`, `take`)
+        if self.path is None:
+            return
         if self.path.exists() and self.path.stat().st_size > 0:
             self._resume()
         else:
+            if header is None:
+                raise ValueError(f"{self.path}: a new cassette needs its header")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._write(header_line(header))
             self.flush()
@@ -77,6 +87,7 @@ class CassetteRecorder(SourceWrapper):
         """Reopen a resumed run's cassette: know what it holds, and rewrite its whole lines as
         one open gzip member to append to (a last line a kill cut short is dropped: its call
         simply records again)."""
+        assert self.path is not None
         cassette = read_cassette(self.path, allow_cut_tail=True)
         self._keys = set(cassette.keys())
         whole = read_lines(self.path)[:-1]
@@ -88,19 +99,36 @@ class CassetteRecorder(SourceWrapper):
         return self._zip.compress(data) + self._zip.flush(zlib.Z_SYNC_FLUSH)
 
     def _write(self, *records: dict[str, Any]) -> None:
-        """Hold whole lines until `flush` (called with the lock held)."""
-        self._pending.extend(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        """Hold records until `flush` (called with the lock held)."""
+        self._pending.extend(records)
+
+    def take(self) -> list[dict[str, Any]]:
+        """The records held, handed over and forgotten (a collecting recorder's trial)."""
+        with self._lock:
+            taken, self._pending = self._pending, []
+            return taken
+
+    def add(self, records: list[dict[str, Any]]) -> None:
+        """Hold the records another recorder collected (a Ray worker's trial) that this
+        cassette lacks, to be written by the next `flush`: one copy per revision still."""
+        with self._lock:
+            for record in records:
+                key = record_key(record)
+                if key not in self._keys:
+                    self._keys.add(key)
+                    self._pending.append(record)
 
     def flush(self) -> None:
-        """Write the held lines in one write (scrubbed once: scrubbing is a large part of the
-        cost), sync-flushed so that what is on disk reads as whole lines."""
+        """Write the held records as lines in one write (scrubbed once: scrubbing is a large
+        part of the cost), sync-flushed so that what is on disk reads as whole lines."""
         with self._lock:
             self._flush_held()
 
     def _flush_held(self) -> None:
-        if not self._pending:
+        if not self._pending or self.path is None:
             return
-        text, self._pending = "".join(self._pending), []
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self._pending)
+        self._pending = []
         if self._fd is None:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.write(self._fd, self._pack(scrub(text).encode()))
@@ -109,6 +137,8 @@ class CassetteRecorder(SourceWrapper):
         """Write what is held and end the gzip member (a later call starts a new one: gzip
         allows several)."""
         with self._lock:
+            if self.path is None:
+                return
             self._flush_held()
             tail = self._zip.flush()
             self._zip = _compressor()

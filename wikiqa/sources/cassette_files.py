@@ -110,6 +110,16 @@ def _hits(search: Search) -> list[dict[str, Any]]:
     return [h.model_dump(mode="json") for h in search.hits]
 
 
+def record_key(record: dict[str, Any]) -> str:
+    """The key of one record as a recorder holds it: an article line's id, or the fetch or
+    search key (`Cassette.keys` names the same records so)."""
+    if "article" in record:
+        return str(record["id"])
+    if "fetch" in record:
+        return fetch_key(Fetch.model_validate(record["fetch"]))
+    return search_key(Search.model_validate(record["search"]))
+
+
 def content_hash(keys: Iterable[str]) -> str:
     """The cassette's hash: over the sorted set of its records' keys (article ids, fetch and
     search keys), so it names what the source answered, not the order it was written in."""

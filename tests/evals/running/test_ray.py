@@ -20,15 +20,15 @@ import pytest
 
 from tests.evals.running.cluster import Cluster, loopback_cluster
 from wikiqa.evals import RunConfig, RunOutcome, run_eval
+from wikiqa.sources.cassette_files import read_cassette
 
 pytestmark = pytest.mark.ray
 pytest.importorskip("ray")
 
-# What differs between two runs of the same trials: ids, times, and where each trial ran.
-# What differs between two runs of the same trials by design: ids, times, the node, and the
-# cassette's hash (a Ray run records no cassette: its workers open their own sources).
+# What differs between two runs of the same trials by design: ids, times, and where each trial
+# ran. The cassette's hash is compared: the driver records what the workers' sources answered.
 ROOT = Path(__file__).resolve().parents[3]
-RUN_SPECIFIC = ["run_id", "created_at", "latency_ms", "git_sha", "node", "cassette_hash"]
+RUN_SPECIFIC = ["run_id", "created_at", "latency_ms", "git_sha", "node"]
 CLI = [sys.executable, "-m", "wikiqa.cli", "eval"]
 
 
@@ -78,7 +78,9 @@ def test_cli_on_a_two_node_cluster_matches_local(cluster: Cluster, tmp_path: Pat
     assert pd.read_parquet(parquet)["node"].nunique() == 2  # both nodes ran trials
     local = local_run(tmp_path, limit=8, trials=1, model="extractive:delay=0.2", cache=False,
                       concurrency=4, experiment="ray")  # fmt: skip
-    same_trials(parquet, local.parquet)
+    same_trials(parquet, local.parquet)  # the cassette's hash too
+    ray_cassette = read_cassette(next((tmp_path / "ray" / "runs").glob("*.cassette.jsonl.gz")))
+    assert ray_cassette.sha256 == local.meta.cassette_hash and len(ray_cassette.fetches) > 8
 
 
 def _trial_workers() -> list[int]:
@@ -184,7 +186,8 @@ def test_smollm2_one_server_per_node_matches_local(cluster: Cluster, tmp_path: P
         assert set(frame["model"]) == {"openai:smollm2-135m-instruct@http://127.0.0.1:8080/v1"}
         assert not frame["infra_error"].any() and frame["model_calls"].sum() > 0
     assert frames[-1]["node"].nunique() == 2  # one trial on each node's own server
-    suite_columns = [*RUN_SPECIFIC, "suite", "suite_hash"]
+    # each local run saw one task, the Ray run both: their suites and cassettes differ
+    suite_columns = [*RUN_SPECIFIC, "suite", "suite_hash", "cassette_hash"]
     local = pd.concat(frames[:-1]).drop(columns=suite_columns)
     ray = frames[-1].drop(columns=suite_columns)
     key = ["task_id", "trial", "dimension"]

@@ -15,6 +15,7 @@ from wikiqa.evals.tasks.task import Task
 
 if TYPE_CHECKING:
     from wikiqa.models import Model
+    from wikiqa.sources.cassette import CassetteRecorder
 
 Todo = Sequence[tuple[Task, int]]
 
@@ -30,6 +31,7 @@ class TrialRunner(Protocol):
     config: RunConfig
     model: Model
     cache: Cache | None
+    recorder: CassetteRecorder | None  # the run's cassette (None: not recording)
 
     def run_trial(self, task: Task, trial: int) -> TrialRecord: ...
 

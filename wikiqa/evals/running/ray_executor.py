@@ -12,7 +12,9 @@ this module only says what runs where:
   model server on loopback and runs trials against it; a trial goes to a host with a free slot
   (`concurrency` slots per host: each node as busy as one machine under the local executor).
   The host is restarted, and its trials retried, if its process dies.
-- The driver alone writes the journal and parquet, from results as `ray.wait` hands them back.
+- The driver alone writes the journal, the parquet and the cassette, from results as `ray.wait`
+  hands them back: each trial's worker collects what its source answered (a `CassetteRecorder`
+  with no file) and sends it with the trial's record; the driver's recorder keeps what is new.
 - The response cache is one SQLite file on the driver's node (the head node for a `ray://`
   client), reached by every worker through one cache actor: an unchanged rerun makes zero model
   calls wherever its trials land.
@@ -37,6 +39,7 @@ from wikiqa.evals.running.execution import ExecutorError, Todo, TrialRunner, los
 from wikiqa.evals.running.records import RunConfig, TrialRecord
 from wikiqa.evals.running.served import ServedModel, is_served, stop_all
 from wikiqa.evals.tasks.task import Task
+from wikiqa.sources.cassette import CassetteRecorder
 
 # Settings that change a model's replies and that a step sets for one run (MAX_TOKENS, TIMEOUT):
 # sent with each trial, since a worker's environment is its node's. Keys are never sent: each
@@ -51,6 +54,7 @@ class Finished(NamedTuple):
     model_calls: int
     cached_calls: int
     judge_calls: int
+    cassette: list[dict[str, Any]]  # what the trial's source answered ([]: not recording)
 
 
 # -- worker side ----------------------------------------------------------------------------
@@ -106,18 +110,30 @@ def _node() -> str:
     return f"{ray.util.get_node_ip_address()}/{context.get_node_id()[:8]}"
 
 
-def _finish(runner: TrialRunner, task: Task, trial: int) -> Finished:
+def _finish(runner: TrialRunner, task: Task, trial: int, record_cassette: bool) -> Finished:
+    """Run one trial; with `record_cassette`, on a fresh collecting recorder, so the trial sends
+    every call it made (a recorder kept across trials would not resend what an earlier run in
+    this process already sent, and a later run's cassette would lack it)."""
     counts = [getattr(runner, n) for n in ("model_calls", "cached_calls", "judge_calls")]
+    collector = CassetteRecorder(runner.source) if record_cassette else None
+    runner.recorder = collector
     record = runner.run_trial(task, trial).model_copy(update={"node": _node()})
     after = [getattr(runner, n) for n in ("model_calls", "cached_calls", "judge_calls")]
-    return Finished(record, *(b - a for a, b in zip(counts, after, strict=True)))
+    calls = (b - a for a, b in zip(counts, after, strict=True))
+    return Finished(record, *calls, collector.take() if collector else [])
 
 
 def _run_trial(
-    factory: Any, config: RunConfig, env: dict[str, str], cache: Any, task: Task, trial: int
+    factory: Any,
+    config: RunConfig,
+    env: dict[str, str],
+    cache: Any,
+    record_cassette: bool,
+    task: Task,
+    trial: int,
 ) -> Finished:
     """One trial as a Ray task (a worker runs one task at a time, so its runner is its own)."""
-    return _finish(_runner(factory, config, env, cache), task, trial)
+    return _finish(_runner(factory, config, env, cache), task, trial, record_cassette)
 
 
 run_trial = ray.remote(_run_trial)
@@ -127,8 +143,11 @@ class _TrialHost:
     """Runs trials in this actor's process; for a local-model spec, against the model server it
     starts on its node's loopback when it starts (and stops in `close`)."""
 
-    def __init__(self, factory: Any, config: RunConfig, env: dict[str, str], cache: Any) -> None:
+    def __init__(
+        self, factory: Any, config: RunConfig, env: dict[str, str], cache: Any, record: bool
+    ) -> None:
         self.args = (factory, config, env, cache)
+        self.record = record
         _runner(*self.args)  # imports, opens the snapshot: before the first trial, not in it
         if is_served(config.model):
             ServedModel(config.model).start()
@@ -137,7 +156,7 @@ class _TrialHost:
         return _node()
 
     def run(self, task: Task, trial: int) -> Finished:
-        return _finish(_runner(*self.args), task, trial)
+        return _finish(_runner(*self.args), task, trial, self.record)
 
     def close(self) -> None:
         stop_all()
@@ -173,7 +192,7 @@ class RayExecutor:
         config = runner.config
         env = {k: os.environ[k] for k in FORWARDED if k in os.environ}
         cache = self._cache_host() if config.cache else None
-        args = (type(runner), config, env, cache)
+        args = (type(runner), config, env, cache, runner.recorder is not None)
         try:
             if self.hosts is None and not is_served(config.model):
                 finished = self._as_tasks(args, todo, config)
@@ -181,6 +200,8 @@ class RayExecutor:
                 finished = self._on_hosts(args, todo, config)
             for done in finished:
                 runner.tally(done.model_calls, done.cached_calls, done.judge_calls)
+                if runner.recorder is not None:
+                    runner.recorder.add(done.cassette)  # written before the trial is journaled
                 yield done.record
         finally:
             if cache is not None:
@@ -277,7 +298,7 @@ def _result(ref: Any, task: Task, trial: int) -> Finished:
     except ray.exceptions.RayTaskError:
         raise  # the trial's own code raised: a bug, as under the local executor
     except ray.exceptions.RayError as err:
-        return Finished(lost_trial(task, trial, _cause(err)), 0, 0, 0)
+        return Finished(lost_trial(task, trial, _cause(err)), 0, 0, 0, [])
     return done
 
 

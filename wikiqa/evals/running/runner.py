@@ -34,7 +34,7 @@ from wikiqa.evals.graders import Judge, check_not_self, decision_of, error_grade
 from wikiqa.evals.paths import git_sha
 from wikiqa.evals.running.cache import Cache, CachingModel, ResponseCache
 from wikiqa.evals.running.cassettes import check_replay, open_recorder, replaying, with_cassette
-from wikiqa.evals.running.executors import Executor, LocalExecutor, open_executor
+from wikiqa.evals.running.executors import Executor, open_executor
 from wikiqa.evals.running.frame import to_frame, write_parquet
 from wikiqa.evals.running.journal import Journal, journal_dir
 from wikiqa.evals.running.records import RunConfig, RunMeta, TrialRecord
@@ -51,6 +51,7 @@ from wikiqa.models import Model, ModelUnavailable
 from wikiqa.registry import open_model, open_source
 from wikiqa.secrets import scrub
 from wikiqa.sources import InjectionSource, WikiSource
+from wikiqa.sources.cassette import CassetteRecorder
 
 
 class RunOutcome(BaseModel):
@@ -107,7 +108,7 @@ class Runner:
         # Every run records what its source answered (runs/RUN_ID.cassette.jsonl.gz); a replayed
         # cassette's misses are final, so they are not retried (`cassettes`).
         self.record_cassette = record_cassette
-        self.recorder: WikiSource | None = None
+        self.recorder: CassetteRecorder | None = None
         self.infra_attempts = 1 if replaying(self.source) else config.infra_attempts
         judge_model = judge_model or (open_model(config.judge) if config.judge else None)
         if judge_model is not None:
@@ -228,10 +229,8 @@ class Runner:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "meta.json").write_text(scrub(meta.model_dump_json(indent=2)))
         journal = Journal(journal_dir(config.out, meta.run_id) / "journal.jsonl")
-        # Ray workers open their own sources from the spec: only an in-process run records one
-        in_process = isinstance(executor, LocalExecutor)
-        recording = self.record_cassette and in_process
-        recorder = open_recorder(self.source, meta, config.out) if recording else None
+        # Under Ray, each worker opens its own source and sends what it answered to this recorder
+        recorder = open_recorder(self.source, meta, config.out) if self.record_cassette else None
         self.recorder = recorder
         records = journal.read()
         trials = meta.config.trials
