@@ -38,6 +38,7 @@ def render(summary: dict[str, Any]) -> str:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from wikiqa.evals import Judge
+    from wikiqa.evals.labels.halves import half_of
     from wikiqa.evals.labels.validation import LabelError, compare, load_labels, report
     from wikiqa.evals.tasks.task import TaskError
     from wikiqa.registry import open_model
@@ -45,7 +46,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     try:
         suites = label_suites(args)
-        examples = [e for path in args.labels for e in load_labels(path)]
+        examples = [
+            e
+            for path in args.labels
+            for e in load_labels(path)
+            if args.half == "all" or half_of(path, e.id) == args.half
+        ]
+        if not examples:
+            raise LabelError(f"no labelled examples in the {args.half} half of these files")
         judge = Judge(open_model(args.judge)) if args.judge else None
         frame = compare(examples, SnapshotSource(), judge, suites)
     except (LabelError, TaskError, ValueError) as err:
@@ -69,6 +77,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("labels", nargs="+", type=Path, metavar="LABELS", help="label files (JSONL)")
     add_label_suites(p)
     p.add_argument("--judge", help="judge model spec (default: the offline tier only)")
+    p.add_argument(
+        "--half",
+        choices=["all", "tune", "holdout"],
+        default="all",
+        help="only the examples of one half (a fixed hash of file and id, "
+        "wikiqa/evals/labels/halves.py): write a judge's prompt on tune, score it on holdout",
+    )
     p.add_argument(
         "--json",
         action="store_true",
