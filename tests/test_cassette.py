@@ -313,7 +313,8 @@ def test_a_collecting_recorder_hands_its_trial_to_the_runs_recorder(tmp_path: Pa
     # the file is the one a single process would have written.
     alone = tmp_path / "alone.cassette.jsonl.gz"
     single = CassetteRecorder(Counting(), alone, header())
-    driver = CassetteRecorder(Counting(), tmp_path / "ray.cassette.jsonl.gz", header())
+    at = tmp_path / "ray.cassette.jsonl.gz"
+    driver = CassetteRecorder(Counting(), at, header())
     trials = [["one", "two"], ["two", "three"], ["one"]]  # trials that refetch what others did
     for titles in trials:
         worker = CassetteRecorder(Counting())  # a fresh collector per trial
@@ -329,7 +330,7 @@ def test_a_collecting_recorder_hands_its_trial_to_the_runs_recorder(tmp_path: Pa
         driver.flush()
     single.close()
     driver.close()
-    ray, local = read_cassette(driver.path), read_cassette(alone)
+    ray, local = read_cassette(at), read_cassette(alone)
     assert ray.sha256 == local.sha256 == driver.sha256
     assert len(ray.articles) == len(ray.fetches) == len(ray.searches) == 3  # one copy each
     assert worker.path is None and not list(tmp_path.glob("*.tmp"))

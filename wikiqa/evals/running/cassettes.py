@@ -57,5 +57,6 @@ def with_cassette(meta: RunMeta, recorder: CassetteRecorder | None, out: Path) -
     if recorder is None:
         return meta
     recorder.close()
+    assert recorder.path is not None  # the run's recorder writes a file
     name = str(recorder.path.relative_to(out))
     return meta.model_copy(update={"cassette": name, "cassette_hash": recorder.sha256})

@@ -15,6 +15,7 @@ from wikiqa.evals.tasks.task import Task
 
 if TYPE_CHECKING:
     from wikiqa.models import Model
+    from wikiqa.sources import WikiSource
     from wikiqa.sources.cassette import CassetteRecorder
 
 Todo = Sequence[tuple[Task, int]]
@@ -31,6 +32,7 @@ class TrialRunner(Protocol):
     config: RunConfig
     model: Model
     cache: Cache | None
+    source: WikiSource
     recorder: CassetteRecorder | None  # the run's cassette (None: not recording)
 
     def run_trial(self, task: Task, trial: int) -> TrialRecord: ...

@@ -119,8 +119,8 @@ def _finish(runner: TrialRunner, task: Task, trial: int, record_cassette: bool) 
     runner.recorder = collector
     record = runner.run_trial(task, trial).model_copy(update={"node": _node()})
     after = [getattr(runner, n) for n in ("model_calls", "cached_calls", "judge_calls")]
-    calls = (b - a for a, b in zip(counts, after, strict=True))
-    return Finished(record, *calls, collector.take() if collector else [])
+    model, cached, judge = (b - a for a, b in zip(counts, after, strict=True))
+    return Finished(record, model, cached, judge, collector.take() if collector else [])
 
 
 def _run_trial(
