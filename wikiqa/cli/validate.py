@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,33 @@ def render(summary: dict[str, Any]) -> str:
         + interval_text(summary["correctness_false_passes"], n)
         + f" ({summary['correctness_false_passes']}/{n})",
     ]
+    if summary.get("judge"):
+        lines += ["", judge_table(summary)]
+    return "\n".join(lines)
+
+
+def judge_table(summary: dict[str, Any]) -> str:
+    """The judge's own rows: what the offline tier left it, what it decided, how often it agrees
+    with the humans there, and whether that clears the bar for adopting it on that dimension."""
+    from wikiqa.evals.analysis.stats import interval_text
+    from wikiqa.evals.labels.validation import ADOPT_AGREEMENT, ADOPT_LOWER
+
+    rows = [["judge on", "asked", "decided", "agreement where it decided [95% CI]", "adopt"]]
+    for dim, d in summary["judge"].items():
+        share = f"{d['decided']} ({d['decided'] / d['asked']:.0%})" if d["asked"] else "0"
+        agreement = f"{interval_text(d['agree'], d['decided'])} ({d['agree']}/{d['decided']})"
+        rows.append([dim, str(d["asked"]), share, agreement, "yes" if d["adopt"] else "no"])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    calls = summary.get("judge_calls")
+    if calls:
+        lines.append(
+            f"{calls} judge calls, {summary['judge_seconds'] / calls:.1f} s per call "
+            "(replies served from the response cache are not calls)"
+        )
+    lines.append(
+        f"adopt: agreement >= {ADOPT_AGREEMENT:.2f} and its 95% lower bound >= {ADOPT_LOWER:.2f}"
+    )
     return "\n".join(lines)
 
 
@@ -40,8 +68,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from wikiqa.evals import Judge
     from wikiqa.evals.labels.halves import half_of
     from wikiqa.evals.labels.validation import LabelError, compare, load_labels, report
+    from wikiqa.evals.running.served import open_run_model
     from wikiqa.evals.tasks.task import TaskError
-    from wikiqa.registry import open_model
     from wikiqa.sources import SnapshotSource
 
     try:
@@ -54,13 +82,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
         ]
         if not examples:
             raise LabelError(f"no labelled examples in the {args.half} half of these files")
-        judge = Judge(open_model(args.judge)) if args.judge else None
+        judge = Judge(open_run_model(args.judge)) if args.judge else None
+        start = time.perf_counter()
         frame = compare(examples, SnapshotSource(), judge, suites)
+        seconds = time.perf_counter() - start
     except (LabelError, TaskError, ValueError) as err:
         raise CliError(str(err), EXIT_NOT_FOUND) from err
     summary = report(frame)
+    if judge is not None:
+        summary |= {"judge_calls": judge.calls, "judge_seconds": round(seconds, 1)}
     if args.json:
-        print(json.dumps({"dimensions": summary["dimensions"]}))
+        shown = {"dimensions": summary["dimensions"]}
+        if judge is not None:  # the judge's rows, and its calls
+            shown["judge"] = summary["judge"]
+            shown |= {k: summary[k] for k in ("judge_calls", "judge_seconds")}
+        print(json.dumps(shown))
     else:
         print(render(summary))
     return 0
@@ -87,6 +123,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help='print {"dimensions": {DIM: {"labelled", "agree", "needs_judge"}}}',
+        help='print {"dimensions": {DIM: {"labelled", "agree", "needs_judge"}}, "judge": {DIM: '
+        '{"asked", "decided", "agree", "agreement", "lower", "adopt"}}}',
     )
     p.set_defaults(func=cmd_validate)

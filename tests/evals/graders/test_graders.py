@@ -264,6 +264,48 @@ def test_judge_b_decides_what_asserts_cannot_in_one_call() -> None:
     assert transcript["response"] == reply
 
 
+class ByPrompt:
+    """A judge model that answers each prompt by which judge it is (C's or B's)."""
+
+    spec = "by-prompt-judge"
+
+    def __init__(self, simpleqa: str, reference: str) -> None:
+        self.replies = {"Gold target:": simpleqa, "key point": reference}
+
+    def __call__(self, system: str, messages: Any, tools: Any, options: Any = None) -> Any:
+        prompt = messages[0].text
+        (reply,) = [r for marker, r in self.replies.items() if marker in prompt]
+        return ScriptedModel([{"text": reply}], spec=self.spec)(system, messages, tools, options)
+
+
+@pytest.mark.parametrize(
+    ("grade", "verdict"),
+    [("CORRECT", "pass"), ("incorrect", "fail"), ("Not attempted", "fail"), ("maybe", None)],
+)
+def test_judge_c_grades_correctness_simpleqa_style_with_every_alias(
+    grade: str, verdict: str | None
+) -> None:
+    # A task with gold aliases: correctness goes to the SimpleQA prompt (one question), and
+    # completeness, still undecided, to judge B.
+    b = (
+        '{"correctness": "pass", "contradicting_claim": null, "completeness": "fail", '
+        '"key_points_covered": 0.5, "missing_points": ["x"]}'
+    )
+    judge = Judge(ByPrompt(f'{{"grade": "{grade}"}}', b))
+    t = task(asserts=[], answers=["Grace Hopper", "Amazing Grace", "Hopper"])
+    text = "FLOW-MATIC was developed by the US Navy rear admiral who wrote COBOL."
+    out = answer(text, ("Grace Hopper", "a b"))  # no alias stated: the offline tier cannot say
+    correct, complete = graders.correctness(t, result(out), judge)
+    prompt = correct.detail["judge"]["prompt"]
+    assert "Gold target: Grace Hopper." in prompt and text in prompt
+    assert "Also accepted as the gold target: Amazing Grace; Hopper\n" in prompt  # gold once
+    assert (correct.verdict, correct.tier) == (verdict or "needs_judge", "judge")
+    said = None if verdict is None else grade.casefold().replace(" ", "_")
+    assert correct.detail.get("simpleqa") == said
+    assert (complete.verdict, complete.tier, complete.fraction) == ("fail", "judge", 0.5)
+    assert judge.calls == 2
+
+
 # -- attribution -------------------------------------------------------------------------------
 
 
@@ -456,17 +498,24 @@ def test_verdict_parsing_is_strict_with_a_recorded_fallback() -> None:
     )
 
 
-def test_judge_a_grades_faithfulness_and_unparseable_replies_are_needs_judge() -> None:
+def test_judge_a_grades_only_what_the_offline_tier_leaves_and_unparseable_is_needs_judge() -> None:
     fail = '{"verdict": "fail", "supported_fraction": 0.5, "unsupported_claims": ["won a prize"]}'
-    judged = graders.faithfulness(task(), result(GOOD), Judge(ScriptedModel([{"text": fail}] * 3)))[
-        0
-    ]
-    assert (judged.verdict, judged.tier, judged.fraction) == ("fail", "judge", 0.5)
-    assert judged.detail["offline_verdict"] == "pass" and judged.detail["unsupported_claims"] == [
-        "won a prize"
-    ]
+    # Decided offline (its quote and claims are in the text): the judge is never asked.
+    judge = Judge(ScriptedModel([{"text": fail}] * 3))
+    (kept,) = graders.faithfulness(task(), result(GOOD), judge)
+    assert (kept.verdict, kept.tier, judge.calls) == ("pass", "offline", 0)
+    # Left undecided offline (a claim between supported and not): the judge decides.
+    vague = answer(
+        "Hopper was behind FLOW-MATIC.", ("Grace Hopper", "She developed the FLOW-MATIC")
+    )
+    (left,) = graders.faithfulness(task(), result(vague))
+    assert left.verdict == "needs_judge"
+    (judged,) = graders.faithfulness(task(), result(vague), judge)
+    assert (judged.verdict, judged.tier, judged.fraction, judge.calls) == ("fail", "judge", 0.5, 1)
+    assert judged.detail["offline_verdict"] == "needs_judge"
+    assert judged.detail["unsupported_claims"] == ["won a prize"]
     garbled = graders.faithfulness(
-        task(), result(GOOD), Judge(ScriptedModel([{"text": "looks fine"}] * 3))
+        task(), result(vague), Judge(ScriptedModel([{"text": "looks fine"}] * 3))
     )[0]
     assert garbled.verdict == "needs_judge" and garbled.detail["judge"]["fallback"] == "unparseable"
 

@@ -58,3 +58,31 @@ def test_bad_label_lines_name_the_file_and_line(
     assert "task 'no-such-task' is not in" in capsys.readouterr().err
     assert main(["validate", str(tmp_path / "missing.jsonl")]) == 1
     assert "cannot read label file" in capsys.readouterr().err
+
+
+def test_a_judge_is_reported_on_its_own_rows_with_the_adoption_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A judge that calls everything CORRECT: it decides every correctness row the offline tier
+    # left it on tasks with gold aliases, and none of B's (its reply is not B's schema).
+    script = tmp_path / "judge.json"
+    script.write_text(json.dumps([{"text": '{"grade": "CORRECT"}'}]))
+    labels = [str(LABELS / "extractive_public.jsonl"), "--suite", "public"]
+    assert main(["validate", *labels, "--json"]) == 0
+    offline = json.loads(capsys.readouterr().out)
+    assert "judge" not in offline
+    left = offline["dimensions"]["correctness"]["needs_judge"]
+    assert main(["validate", *labels, "--judge", f"scripted:{script}", "--json"]) == 0
+    judged = json.loads(capsys.readouterr().out)
+    correctness = judged["judge"]["correctness"]
+    assert correctness["asked"] == correctness["decided"] == left > 0
+    assert 0 < correctness["agree"] < correctness["decided"]  # some of them were wrong answers
+    assert correctness["adopt"] is (
+        correctness["agreement"] >= 0.90 and correctness["lower"] >= 0.85
+    )
+    assert judged["judge"]["completeness"]["decided"] == 0
+    assert judged["judge"]["completeness"]["adopt"] is False
+    assert judged["judge_calls"] >= left
+    assert main(["validate", *labels, "--judge", f"scripted:{script}"]) == 0
+    table = capsys.readouterr().out
+    assert "judge on" in table and "s per call" in table and "adopt: agreement >= 0.90" in table

@@ -188,7 +188,11 @@ def test_the_answerers_model_cannot_judge_itself(
 def test_a_judge_grades_what_the_offline_tier_cannot(
     suite: Path, tmp_path: Path, tiny: SnapshotSource
 ) -> None:
-    verdict = '{"verdict": "pass", "supported_fraction": 1.0, "unsupported_claims": []}'
+    """Cheap first: the judge is asked only about the rows the offline tier left undecided, and
+    every row the offline tier decided keeps its verdict."""
+    offline = run_eval(config(suite, tmp_path / "offline", trials=1, cache=False), source=tiny,
+                       model=ExtractiveModel(), progress=False)  # fmt: skip
+    verdict = '{"grade": "CORRECT"}'
     judge = ScriptedModel([{"text": verdict}], spec="scripted:judge")
     outcome = run_eval(
         config(suite, tmp_path, trials=1, cache=False),  # every judge call reaches the judge
@@ -197,19 +201,20 @@ def test_a_judge_grades_what_the_offline_tier_cannot(
         model=ExtractiveModel(),
         progress=False,
     )
+    key = ["task_id", "trial", "dimension"]
+    before = pd.read_parquet(offline.parquet).set_index(key)
     frame = pd.read_parquet(outcome.parquet)
-    faith = frame[(frame.dimension == "faithfulness") & (frame.outcome == "answer")]
-    assert set(faith["tier"]) == {"judge"}
     assert frame["judge"].iloc[0] == "scripted:judge"
-    # one call per answer for faithfulness, one per answer whose correctness or completeness
-    # the offline tier left undecided (judge B decides both in one call)
-    reference = frame[
-        frame.dimension.isin(["correctness", "completeness"]) & (frame.tier == "judge")
-    ]
-    assert (
-        outcome.judge_calls
-        == len(faith) + reference[["task_id", "trial"]].drop_duplicates().shape[0]
-    )
+    after = frame.set_index(key)
+    left = before["verdict"] == "needs_judge"
+    assert left.sum() > 0
+    assert set(after.loc[left[left].index, "tier"]) == {"judge"}
+    decided = left[~left].index
+    assert (after.loc[decided, "verdict"] == before.loc[decided, "verdict"]).all()
+    assert set(after.loc[decided, "tier"]) <= {"offline", "code"}
+    # one call per trial for correctness (judge C, SimpleQA), one more where completeness is
+    # undecided too (judge B); faithfulness only where it was undecided
+    assert outcome.judge_calls == int(left.sum())
 
 
 def test_read_first_is_a_recorded_lever_that_must_fit_the_budget(

@@ -116,31 +116,34 @@ def test_an_unreachable_judge_is_an_infrastructure_error_not_a_grade(
     judge = tmp_path / "judge.json"
     judge.write_text(json.dumps([{"unavailable": "openai-compatible server: connection refused"}]))
     out = tmp_path / "out"
+    # The third dev task's correctness is left to the judge; the first two are decided offline.
     code, err = run(
-        capsys, "eval", "--trials", "1", "--limit", "2", "--judge", f"scripted:{judge}",
+        capsys, "eval", "--trials", "1", "--limit", "3", "--judge", f"scripted:{judge}",
         "--out", str(out), "--record",
     )  # fmt: skip
     assert code == 3  # unavailable, not a crash (1) and not a result (0)
     assert "judge unavailable: openai-compatible server: connection refused" in err
-    assert "nothing recorded" in err and not (out / "changelog.jsonl").exists()
+    # recorded, with its error counted on its row (only a run whose every trial failed is not)
+    (row,) = [json.loads(line) for line in (out / "changelog.jsonl").read_text().splitlines()]
+    assert row["errors"] == 1 and "nothing recorded" not in err
     frame = pd.read_parquet(next((out / "runs").glob("*.parquet")))
-    assert frame["infra_error"].all()
-    assert set(frame["verdict"]) == {"error"}  # no pass, no fail: the agent was not graded
+    judged = frame[frame["task_id"] == "capital-of-egypt"]
+    assert judged["infra_error"].all()
+    assert set(judged["verdict"]) == {"error"}  # no pass, no fail: the agent was not graded
+    rest = frame[frame["task_id"] != "capital-of-egypt"]  # cheap first: the judge never asked
+    assert not rest["infra_error"].any() and "error" not in set(rest["verdict"])
 
 
 def test_a_judge_outage_is_rerun_on_resume(tmp_path: Path) -> None:
     judge = tmp_path / "judge.json"
     judge.write_text(json.dumps([{"unavailable": "down"}]))
-    config = RunConfig(trials=1, limit=2, judge=f"scripted:{judge}", out=tmp_path, infra_backoff=0)
+    config = RunConfig(trials=1, limit=3, judge=f"scripted:{judge}", out=tmp_path, infra_backoff=0)
     first = run_eval(config, progress=False)
-    assert (
-        first.all_failed
-        and first.first_error is not None
-        and "judge unavailable" in first.first_error
-    )
-    judge.write_text(json.dumps([{"text": '{"verdict": "supported", "unsupported_claims": []}'}]))
+    assert first.summary.errors == 1 and not first.all_failed  # the one trial the judge gets
+    assert first.first_error is not None and "judge unavailable" in first.first_error
+    judge.write_text(json.dumps([{"text": '{"grade": "CORRECT"}'}]))
     again = run_eval(config, resume=first.meta.run_id, progress=False)
-    assert again.trials_run == 2 and again.summary.errors == 0
+    assert again.trials_run == 1 and again.summary.errors == 0 and again.judge_calls == 1
 
 
 def test_a_copy_of_the_holdout_is_still_the_holdout(

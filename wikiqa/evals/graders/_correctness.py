@@ -190,7 +190,34 @@ def _completeness(task: Task, text: str) -> Grade:
     return _complete("needs_judge", reason="no key-point asserts, and no alias stated")
 
 
+# SimpleQA's grades as correctness verdicts: an answer that attempts nothing is not correct
+# (a refusal is `n/a`; a submitted non-answer is a failed answer, as the human labels call it).
+SIMPLEQA_VERDICTS = {"correct": "pass", "incorrect": "fail", "not_attempted": "fail"}
+
+
 def _judged(judge: Judge, task: Task, text: str, undecided: Sequence[str]) -> dict[str, Grade]:
+    """Judge C (SimpleQA) for correctness where the task has gold aliases; judge B for the rest."""
+    grades: dict[str, Grade] = {}
+    rest = list(undecided)
+    if "correctness" in rest and task.answers:
+        rest.remove("correctness")
+        grades["correctness"] = _simpleqa(judge, task, text)
+    if rest:
+        grades |= _referenced(judge, task, text, rest)
+    return grades
+
+
+def _simpleqa(judge: Judge, task: Task, text: str) -> Grade:
+    assert task.reference_answer is not None
+    outcome = judge.simpleqa(task.question, task.reference_answer, task.answers, text)
+    make = maker("correctness", "judge")
+    if outcome.verdict is None:
+        return make("needs_judge", judge=outcome.transcript)
+    grade = outcome.verdict.grade
+    return make(SIMPLEQA_VERDICTS[grade], simpleqa=grade, judge=outcome.transcript)
+
+
+def _referenced(judge: Judge, task: Task, text: str, undecided: Sequence[str]) -> dict[str, Grade]:
     assert task.reference_answer is not None
     outcome = judge.reference(task.question, task.reference_answer, text)
     v, transcript = outcome.verdict, outcome.transcript

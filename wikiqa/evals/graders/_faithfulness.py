@@ -282,7 +282,7 @@ def _faithfulness(task: Task, result: AgentResult, judge: Judge | None) -> Grade
         )
         offline = "fail" if link == "fail" else "needs_judge" if link == "needs_judge" else offline
     fraction = round(len(supported) / len(claims), 3)
-    if judge is None:
+    if judge is None or offline != "needs_judge":  # cheap first: the judge gets what is left
         return maker("faithfulness", "offline")(offline, fraction, **detail)
     answer = output.text if isinstance(output, Answer) else output.reason
     outcome = judge.faithfulness(task.question, answer, [r.text for r in result.retrieved])

@@ -1,4 +1,10 @@
-"""LLM judges: A (answer vs retrieved text) and B (answer vs reference, two verdicts, one call).
+"""LLM judges: A (answer vs retrieved text), B (answer vs reference, two verdicts, one call) and
+C (SimpleQA's grader: correct, incorrect or not attempted, against the gold answer and aliases).
+
+C decides correctness for a task with gold aliases (every imported short-answer task): it is
+the standard grader of short-answer factuality (Wei et al. 2024, SimpleQA), it names every
+accepted alias, and it asks one question, which a small local judge answers more reliably than
+B's two. B still decides completeness, and correctness for a task without aliases.
 
 Prompts are module constants with named slots. Judges ask for temperature 0 and for structured
 output (the verdict's JSON schema); each provider sends what its API accepts (Claude: the schema,
@@ -71,6 +77,33 @@ claim or null, "completeness": "pass" or "fail", "key_points_covered": a number 
 "missing_points": [key points the answer misses]}}"""
 
 
+SIMPLEQA_PROMPT = """\
+Grade a predicted answer to a question against the gold target: CORRECT, INCORRECT or
+NOT_ATTEMPTED.
+
+Question: {question}
+
+Gold target: {gold}
+Also accepted as the gold target: {aliases}
+
+Predicted answer:
+<answer>
+{answer}
+</answer>
+
+CORRECT: the predicted answer states the gold target (or an accepted form of it: another
+spelling, a fuller or shorter name, the same number or date) and contradicts none of it. Extra
+detail is fine unless it contradicts the gold target. Hedging is fine if it commits to the gold
+target.
+INCORRECT: the predicted answer states something else as the answer (another name, number, date
+or place), or states the gold target and also a contradicting one. For a number, it must match
+the gold target to its last significant figure.
+NOT_ATTEMPTED: the predicted answer gives no answer to the question (it says it does not know,
+that the text does not say, or talks about something else) and contradicts nothing.
+
+Reply with JSON: {{"grade": "CORRECT" or "INCORRECT" or "NOT_ATTEMPTED"}}"""
+
+
 def _verdict_word(value: Any) -> Any:
     return value.strip().casefold() if isinstance(value, str) else value
 
@@ -111,6 +144,19 @@ class ReferenceVerdict(BaseModel):
     _words = field_validator("correctness", "completeness", mode="before")(_verdict_word)
     _share = field_validator("key_points_covered", mode="before")(_fraction)
     _missing = field_validator("missing_points", mode="before")(_list)
+
+
+def _grade_word(value: Any) -> Any:
+    """ "CORRECT", "Not attempted", "not-attempted": one spelling."""
+    if not isinstance(value, str):
+        return value
+    return value.strip().casefold().replace(" ", "_").replace("-", "_")
+
+
+class SimpleQAVerdict(BaseModel):
+    grade: Literal["correct", "incorrect", "not_attempted"]
+
+    _word = field_validator("grade", mode="before")(_grade_word)
 
 
 V = TypeVar("V", bound=BaseModel)
@@ -196,6 +242,21 @@ class Judge:
     ) -> JudgeOutcome[ReferenceVerdict]:
         prompt = REFERENCE_PROMPT.format(question=question, reference=reference, answer=answer)
         return self._ask(prompt, ReferenceVerdict)
+
+    def simpleqa(
+        self, question: str, gold: str, aliases: list[str], answer: str
+    ) -> JudgeOutcome[SimpleQAVerdict]:
+        return self._ask(simpleqa_prompt(question, gold, aliases, answer), SimpleQAVerdict)
+
+
+def simpleqa_prompt(question: str, gold: str, aliases: list[str], answer: str) -> str:
+    def key(text: str) -> str:
+        return text.strip(" .").casefold()
+
+    others = [a for a in dict.fromkeys(aliases) if key(a) != key(gold)]
+    return SIMPLEQA_PROMPT.format(
+        question=question, gold=gold, aliases="; ".join(others) or "(none)", answer=answer
+    )
 
 
 def check_not_self(judge_spec: str, answerer_spec: str, allow: bool = False) -> None:

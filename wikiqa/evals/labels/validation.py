@@ -191,6 +191,7 @@ def report(frame: pd.DataFrame) -> dict[str, Any]:
         }
         for dim, rows in frame.groupby("dimension", sort=False)
     }
+    judged = _judge_rows(frame)
     correctness = frame[frame["dimension"] == "correctness"]
     false_passes = int(((correctness["grader"] == "pass") & (correctness["human"] == "fail")).sum())
     labelled = len(frame)
@@ -201,7 +202,39 @@ def report(frame: pd.DataFrame) -> dict[str, Any]:
         "decided": round((labelled - undecided) / labelled, 4) if labelled else None,
         "correctness_false_passes": false_passes,
         "correctness_labelled": len(correctness),
+        "judge": judged,
     }
+
+
+# A judge is adopted for a dimension only where it agrees with the humans on the rows it decides
+# at least this often, with the 95% interval's lower bound at least this high (issue 24).
+ADOPT_AGREEMENT, ADOPT_LOWER = 0.90, 0.85
+
+
+def _judge_rows(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per dimension the judge was asked about (the rows the offline tier left undecided): how
+    many it was asked, how many it decided, how many of those agree with the human, and whether
+    that clears the adoption bar. Empty without a judge."""
+    from wikiqa.evals.analysis.stats import wilson
+
+    out: dict[str, dict[str, Any]] = {}
+    for dim, rows in frame.groupby("dimension", sort=False):
+        asked = rows[(rows["tier"] == "judge") | (rows["grader"] == "needs_judge")]
+        if not (rows["tier"] == "judge").any():
+            continue
+        decided = asked[asked["grader"] != "needs_judge"]
+        agree = int(decided["agree"].sum())
+        low, _ = wilson(agree, len(decided)) or (0.0, 0.0)
+        rate = agree / len(decided) if len(decided) else 0.0
+        out[str(dim)] = {
+            "asked": len(asked),
+            "decided": len(decided),
+            "agree": agree,
+            "agreement": round(rate, 4),
+            "lower": round(low, 4),
+            "adopt": bool(len(decided) and rate >= ADOPT_AGREEMENT and low >= ADOPT_LOWER),
+        }
+    return out
 
 
 def packet(examples: list[LabelledExample], source: WikiSource, suite: Path | list[Path]) -> str:

@@ -48,7 +48,7 @@ from wikiqa.evals.tasks.task import (
     resolve_suite,
 )
 from wikiqa.models import Model, ModelUnavailable
-from wikiqa.registry import open_model, open_source
+from wikiqa.registry import open_source
 from wikiqa.secrets import scrub
 from wikiqa.sources import InjectionSource, WikiSource
 from wikiqa.sources.cassette import CassetteRecorder
@@ -110,7 +110,7 @@ class Runner:
         self.record_cassette = record_cassette
         self.recorder: CassetteRecorder | None = None
         self.infra_attempts = 1 if replaying(self.source) else config.infra_attempts
-        judge_model = judge_model or (open_model(config.judge) if config.judge else None)
+        judge_model = judge_model or (open_run_model(config.judge) if config.judge else None)
         if judge_model is not None:
             check_not_self(judge_model.spec, self.model.spec, config.allow_self_judge)
         self.judge_model = judge_model
