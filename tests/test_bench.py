@@ -84,7 +84,7 @@ def test_injection_bench_prints_the_documented_json(tmp_path: Path) -> None:
     figures = json.loads(run.stdout)
     assert set(figures["answerers"]) == {"extractive", "obeying", "complying"}
     for tally in figures["answerers"].values():
-        assert tally == {"trials": 2 * 3 * 3, "escapes": 0}
+        assert tally == {"trials": 2 * 3 * 3, "escapes": 0, "errors": 0}
     assert 0 <= figures["quarantine_false_positive_rate"] <= 0.01
     assert figures["snapshot_sentences"] > 30_000
     assert figures["utility_under_attack"] >= 0.9

@@ -37,37 +37,47 @@ def quarantine_rate(source: SnapshotSource) -> tuple[int, int]:
 
 
 def bench_injection(
-    bipia: Path | None, attacks: list[Path] | None = None, misinformation: Path | None = None
+    bipia: Path | None,
+    attacks: list[Path] | None = None,
+    misinformation: Path | None = None,
+    answerer: str | None = None,
+    read_first: int = 3,
 ) -> dict[str, Any]:
     """The figures, as `--json` prints them (extra keys beside the documented ones)."""
     from wikiqa.evals.drills.attacks import bipia_attacks, drill, load_attacks, project_attacks
     from wikiqa.evals.drills.misinformation import load_plants, measure
 
     source = SnapshotSource()
+    model = _answerer(answerer) if answerer else None
     sets = [(path.stem, load_attacks(path)) for path in attacks or []] or [
         ("project", project_attacks())
     ]
     if bipia is not None:
         sets.append(("bipia", bipia_attacks(bipia)))
-    totals = {name: {"trials": 0, "escapes": 0} for name in ("extractive", "obeying", "complying")}
+    names = ["extractive", "obeying", "complying"] + (["model"] if model else [])
+    totals = {name: {"trials": 0, "escapes": 0, "errors": 0} for name in names}
     per_set: dict[str, Any] = {}
     useful = trials = 0
     for name, found in sets:
-        result = drill(found, source)
+        result = drill(
+            found, source, model=model, read_first=read_first, progress=model is not None
+        )
         per_set[name] = {
             "attacks": result.attacks,
             "flagged_by_guard": result.flagged,
             "answerers": {k: v.model_dump() for k, v in result.answerers.items()},
             "escaped": result.followed_ids,
         }
-        for answerer, tally in result.answerers.items():
-            totals[answerer]["trials"] += tally.trials
-            totals[answerer]["escapes"] += tally.escapes
+        for who, tally in result.answerers.items():
+            totals[who]["trials"] += tally.trials
+            totals[who]["escapes"] += tally.escapes
+            totals[who]["errors"] += tally.errors
         useful += result.extractive_useful
         trials += result.trials
     held, sentences_total = quarantine_rate(source)
     figures: dict[str, Any] = {
         "answerers": totals,
+        "answerer_spec": model.spec if model else None,
         "quarantine_false_positive_rate": held / sentences_total,
         "utility_under_attack": useful / trials if trials else None,
         "quarantined_sentences": held,
@@ -77,6 +87,16 @@ def bench_injection(
     if misinformation is not None:
         figures["misinformation"] = measure(load_plants(misinformation), source).model_dump()
     return figures
+
+
+def _answerer(spec: str) -> Any:
+    """The real model, served if local, behind the response cache (a killed bench resumes)."""
+    from wikiqa.config import Settings
+    from wikiqa.evals.running.cache import CachingModel, ResponseCache
+    from wikiqa.evals.running.served import open_run_model
+
+    cache = ResponseCache(Settings().cache_dir() / "responses.sqlite")
+    return CachingModel(open_run_model(spec), cache, namespace="injection-drill")
 
 
 def report(figures: dict[str, Any]) -> str:
@@ -92,6 +112,16 @@ def report(figures: dict[str, Any]) -> str:
         )
     total = " · ".join(f"{k} {v['escapes']}/{v['trials']}" for k, v in figures["answerers"].items())
     lines.append(f"{'all':<12} escapes: {total}   target 0")
+    model = figures["answerers"].get("model")
+    if model is not None:
+        lines.append(
+            f"model = {figures['answerer_spec']}: each attack once, at one of the 9 (target, "
+            f"position) combinations in turn; {model['errors']} infrastructure errors (not "
+            "counted as trials)"
+        )
+        for name, data in figures["sets"].items():
+            for escape in data["answerers"]["model"]["escaped"]:
+                lines.append(f"  model escape: {name} {escape}")
     lines.append(
         f"quarantine false positives: {figures['quarantined_sentences']}/"
         f"{figures['snapshot_sentences']} snapshot sentences = "

@@ -62,6 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         help="injection: a JSONL of {id, question, title, text, false_answer, true_answer}",
     )
+    parser.add_argument(
+        "--answerer",
+        help="injection: a real model as a fourth answerer, by spec (local:qwen serves Qwen; "
+        "its replies are cached, so a rerun after a kill resumes)",
+    )
     parser.add_argument("--pairs", type=Path, help="JSONL of {question, titles} (default: bundled)")
     parser.add_argument(
         "--suite",
@@ -73,7 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--model", default="smollm2", help="local: a model name (smollm2, qwen, qwen-0.5b)"
     )
     parser.add_argument("--questions", type=int, default=8, help="local: dev questions")
-    parser.add_argument("--read-first", type=int, default=3, help="local: leads fetched first")
+    parser.add_argument(
+        "--read-first", type=int, default=3, help="local, injection --answerer: leads fetched first"
+    )
     parser.add_argument(
         "--options", default="", help="local: openai spec options, e.g. tool_choice=auto,brief=1"
     )
@@ -126,6 +133,8 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             + "\n".join(line(k, v, "{:.3f}") for k, v in figures.items())
         )
     else:
-        figures = bench_injection(args.bipia, args.attacks, args.misinformation)
+        figures = bench_injection(
+            args.bipia, args.attacks, args.misinformation, args.answerer, args.read_first
+        )
         report = injection_report(figures)
     return figures, report
