@@ -96,3 +96,19 @@ def test_the_server_returns_openai_tool_calls_within_max_tokens(served: str) -> 
     plain = client.chat.completions.create(model=model, messages=messages, max_tokens=16)
     assert plain.choices[0].message.tool_calls is None
     assert plain.usage is not None and plain.usage.completion_tokens <= 16
+
+
+def test_a_judge_on_the_local_server_gets_json_of_its_schema(served: str) -> None:
+    """llama-cpp-python's server refuses OpenAI's `json_schema` format (a 500); the provider
+    falls back to `json_object` with the schema once, and the handler decodes under it: even a
+    135M model's verdict then parses strictly, with no fallback."""
+    from wikiqa.evals.graders.judge import Judge
+    from wikiqa.registry import open_model
+
+    judge = Judge(open_model(served))
+    outcome = judge.simpleqa("What is the capital of France?", "Paris", ["Paris"], "Paris.")
+    assert outcome.verdict is not None, outcome.transcript["response"]
+    assert outcome.transcript["fallback"] is None  # the whole reply is the JSON object
+    assert outcome.verdict.grade in {"correct", "incorrect", "not_attempted"}
+    again = judge.simpleqa("What is the capital of France?", "Paris", ["Paris"], "Lyon.")
+    assert again.verdict is not None and again.transcript["fallback"] is None

@@ -12,7 +12,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wikiqa.cli.common import EXIT_NOT_FOUND, CliError, add_label_suites, label_suites
+from wikiqa.cli.common import (
+    EXIT_NOT_FOUND,
+    EXIT_UNAVAILABLE,
+    CliError,
+    add_label_suites,
+    label_suites,
+)
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -70,6 +76,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from wikiqa.evals.labels.validation import LabelError, compare, load_labels, report
     from wikiqa.evals.running.served import open_run_model
     from wikiqa.evals.tasks.task import TaskError
+    from wikiqa.models import ModelUnavailable
     from wikiqa.sources import SnapshotSource
 
     try:
@@ -86,6 +93,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         frame = compare(examples, SnapshotSource(), judge, suites)
         seconds = time.perf_counter() - start
+    except ModelUnavailable as err:  # the judge: nothing is graded, nothing guessed
+        raise CliError(f"judge unavailable: {err}", EXIT_UNAVAILABLE) from err
     except (LabelError, TaskError, ValueError) as err:
         raise CliError(str(err), EXIT_NOT_FOUND) from err
     summary = report(frame)

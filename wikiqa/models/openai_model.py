@@ -174,6 +174,7 @@ class OpenAIModel:
         if self.tool_choice not in (None, "auto", "required"):
             raise ValueError(f"tool_choice={self.tool_choice!r}: expected auto or required")
         self.levers = levers.check(self.options)
+        self._json_object = False  # the server takes schemas as json_object (`_create`)
         self.options = dict(options or {})  # as given, for the spec
         self.base_url = base_url or settings.openai_base_url
         if self.base_url is not None:
@@ -240,6 +241,8 @@ class OpenAIModel:
                 "type": "json_schema",
                 "json_schema": {"name": options.schema_name, "schema": options.response_schema},
             }
+            if self._json_object:
+                request["response_format"] = _json_object(request["response_format"])
         try:
             names = frozenset(t.name for t in tools)
             return self.retry.call(lambda: from_openai(self._create(request), names))
@@ -256,6 +259,12 @@ class OpenAIModel:
                 return self._create(request)
             raise api_status_error("openai-compatible", err.status_code, None, err.message) from err
         except openai.APIStatusError as err:
+            if _json_object_only(request, str(err.message)):
+                # llama-cpp-python's server takes a schema only as {"type": "json_object",
+                # "schema": ...} (and says so with a 500): believed once, as max_tokens above
+                self._json_object = True
+                request["response_format"] = _json_object(request["response_format"])
+                return self._create(request)
             retry_after = err.response.headers.get("retry-after")
             raise api_status_error(
                 "openai-compatible", err.status_code, retry_after, err.message
@@ -264,3 +273,14 @@ class OpenAIModel:
             raise Transient("request timed out") from err
         except openai.APIConnectionError as err:
             raise Transient(f"connection failed: {err}") from err
+
+
+def _json_object_only(request: dict[str, Any], message: str) -> bool:
+    """The server refused a `json_schema` response format and named `json_object` instead."""
+    format_ = request.get("response_format") or {}
+    return format_.get("type") == "json_schema" and "json_object" in message
+
+
+def _json_object(format_: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's `json_schema` response format as llama-cpp-python's server spells it."""
+    return {"type": "json_object", "schema": format_["json_schema"]["schema"]}

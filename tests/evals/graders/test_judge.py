@@ -129,6 +129,41 @@ def test_judges_ask_openai_compatible_servers_for_a_json_schema() -> None:
     assert outcome.verdict == FaithfulnessVerdict.model_validate(VERDICT)
 
 
+def test_a_server_that_takes_schemas_only_as_json_object_is_believed_once() -> None:
+    # llama-cpp-python's server (what `wikiqa local-model serve` runs) answers OpenAI's
+    # json_schema format with this 500; the provider resends the schema as json_object at once
+    # (no retry, no backoff) and sends it so from then on.
+    refused = body("llamacpp_python_500_json_schema")
+    reply = copy.deepcopy(body("openai_gpt4o_tool_call"))
+    message = reply["choices"][0]["message"]
+    message.pop("tool_calls", None)
+    message["content"] = json.dumps(VERDICT)
+    reply["choices"][0]["finish_reason"] = "stop"
+    seen: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        sent = json.loads(request.content)["response_format"]
+        if sent["type"] == "json_schema":
+            return httpx2.Response(500, json=refused)
+        return httpx2.Response(200, json=reply)
+
+    model = OpenAIModel(
+        "qwen2.5-coder-1.5b-instruct-q4_k_m", base_url="http://127.0.0.1:9/v1", sdk_max_retries=0,
+        retry=RetryPolicy(attempts=1, backoff=0.0, max_wait=0.0, sleep=lambda _: None),
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )  # fmt: skip
+    judge = Judge(model)
+    first = judge.faithfulness("q", "a", ["text"])
+    assert first.verdict == FaithfulnessVerdict.model_validate(VERDICT)
+    formats = [json.loads(r.content)["response_format"] for r in seen]
+    assert [f["type"] for f in formats] == ["json_schema", "json_object"]
+    assert formats[1]["schema"] == FaithfulnessVerdict.model_json_schema()
+    judge.faithfulness("q", "b", ["text"])
+    assert json.loads(seen[-1].content)["response_format"]["type"] == "json_object"
+    assert len(seen) == 3  # believed: the second call asked once
+
+
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [

@@ -86,3 +86,15 @@ def test_a_judge_is_reported_on_its_own_rows_with_the_adoption_bar(
     assert main(["validate", *labels, "--judge", f"scripted:{script}"]) == 0
     table = capsys.readouterr().out
     assert "judge on" in table and "s per call" in table and "adopt: agreement >= 0.90" in table
+
+
+def test_an_unreachable_judge_is_a_clear_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "down.json"
+    script.write_text(json.dumps([{"unavailable": "openai-compatible server: connection refused"}]))
+    labels = [str(LABELS / "extractive_public.jsonl"), "--suite", "public"]
+    assert main(["validate", *labels, "--judge", f"scripted:{script}"]) == 3
+    err = capsys.readouterr().err
+    assert "judge unavailable" in err and "connection refused" in err
+    assert "Traceback" not in err

@@ -6,7 +6,8 @@ else in wikiqa imports this module.
 
 The handler (`--chat_format wikiqa-tools`) renders the prompt with `wikiqa.models.local.chat`, decodes
 under a grammar (a tool call matching one of the request's tool schemas, or, for
-`tool_choice="auto"`, plain text that does not start a tag), honours `max_tokens`, and decodes
+`tool_choice="auto"`, plain text that does not start a tag; for a judge's call, with no tools and
+a `json_object` response format, JSON of its schema), honours `max_tokens`, and decodes
 greedily whatever temperature the request names: sampled at the server's default 0.8 a 135M
 model mostly produces noise, and greedy decoding makes a run repeatable.
 """
@@ -56,12 +57,27 @@ def grammar(tools: list[dict[str, Any]], tool_choice: Any) -> str | None:
     return "\n".join(rules)
 
 
+def reply_grammar(
+    tools: list[dict[str, Any]], tool_choice: Any, response_format: dict[str, Any] | None
+) -> str | None:
+    """GBNF for the reply: a tool call (`grammar`), or for a call without tools that asks for
+    JSON (`{"type": "json_object", "schema": ...}`, what this server accepts), JSON matching
+    the schema (any JSON object without one); None for unconstrained text."""
+    if tools or not response_format or response_format.get("type") != "json_object":
+        return grammar(tools, tool_choice)
+    schema = response_format.get("schema")
+    if not schema:
+        return llama_grammar.JSON_GBNF
+    return llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+
+
 def handler(
     *,
     llama: Any,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None = None,
     tool_choice: Any = None,
+    response_format: dict[str, Any] | None = None,
     max_tokens: int | None = None,
     seed: int | None = None,
     model: str | None = None,
@@ -70,7 +86,7 @@ def handler(
 ) -> dict[str, Any]:
     if stream:
         raise ValueError(f"{CHAT_FORMAT} does not stream")
-    gbnf = grammar(tools or [], tool_choice)
+    gbnf = reply_grammar(tools or [], tool_choice, response_format)
     prompt = render_prompt(messages, tools or [])
     clock = _Clock()
     tokens = llama.tokenize(prompt.encode("utf-8"), special=True)  # as create_completion does
