@@ -68,7 +68,8 @@ def reply_grammar(
     schema = response_format.get("schema")
     if not schema:
         return llama_grammar.JSON_GBNF
-    return llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+    gbnf: str = llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+    return gbnf
 
 
 def handler(
