@@ -132,3 +132,32 @@ def test_a_step_cut_off_resumes_with_resume_and_runs_only_what_is_missing(
     again = experiment.step(namespace | {"RESUME": first.meta.run_id})
     assert again.meta.run_id == first.meta.run_id and again.trials_run == 2
     assert len(journal.read_text().splitlines()) == 3
+
+
+def test_a_committed_journal_resumes_into_the_folder_it_is_resumed_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A committed meta.json names its folder relative to the repository ("results"); resumed
+    from a notebook (working directory experiments/), the run's row once went to
+    experiments/results/. The folder is the one the resume was given."""
+    import json
+
+    from wikiqa.evals import RunConfig, evaluate, run_eval
+
+    out = tmp_path / "results"
+    first = run_eval(RunConfig(limit=3, trials=1, out=out, change="c"), progress=False)
+    folder = out / "journals" / first.meta.run_id
+    (folder / "journal.jsonl").write_text(
+        (folder / "journal.jsonl").read_text().splitlines()[0] + "\n"
+    )
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["config"]["out"] = "results"  # as committed
+    (folder / "meta.json").write_text(json.dumps(meta))
+    elsewhere = tmp_path / "experiments"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    outcome, row = evaluate(RunConfig(limit=3, trials=1, out=out, change="c"), "record",
+                            first.meta.run_id, progress=False)  # fmt: skip
+    assert outcome.trials_run == 2 and outcome.meta.config.out == out
+    assert row is not None and row.parquet == f"runs/{first.meta.run_id}.parquet"
+    assert (out / "changelog.jsonl").exists() and not (elsewhere / "results").exists()

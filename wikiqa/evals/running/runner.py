@@ -208,6 +208,12 @@ class Runner:
                 raise ValueError(
                     f"run {resume} used suite {meta.suite_hash}; the file is now {digest}"
                 )
+            # The run's folder is where it is resumed, not what its meta.json says: a committed
+            # journal names it relative to the repository, and read from a notebook's working
+            # directory that put the change-log row in experiments/results/.
+            meta = meta.model_copy(
+                update={"config": meta.config.model_copy(update={"out": config.out})}
+            )
         else:
             now = datetime.now(UTC)
             meta = RunMeta(
