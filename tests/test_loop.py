@@ -44,6 +44,10 @@ def test_a_failed_run_never_overwrites_the_earlier_one(
     out = tmp_path / "results"
     notebook = EXPERIMENTS / "01_agent_baseline.ipynb"
     good = execute(notebook, SMALL | {"OUT": str(out)}, out)
+    papermill = json.loads(good.read_text())["metadata"]["papermill"]
+    # named as the repository knows them: no machine's path, not the .running name
+    assert papermill["input_path"] == "experiments/01_agent_baseline.ipynb"
+    assert papermill["output_path"] == good.name  # outside the repository: its name alone
     before = good.read_bytes()
     monkeypatch.setenv("WIKIQA_HOME", "/dev/null/x")  # the snapshot index cannot be built
     with pytest.raises(StepFailed) as failed:

@@ -135,8 +135,28 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
         else:
             os.environ[STEP_ENV] = saved
     _scrub_file(partial)  # cell outputs may quote a key from a model API's error text
+    _name_paths(partial, notebook, target)
     os.replace(partial, target)
     return target
+
+
+def _name_paths(executed: Path, notebook: Path, target: Path) -> None:
+    """Papermill's metadata names the notebook it ran and the file it wrote: say them as the
+    repository knows them (relative to its root, the final name, not `.running.ipynb`), so a
+    committed notebook holds no path of the machine that ran it."""
+    from wikiqa.evals.paths import ROOT
+
+    def shown(path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(ROOT))
+        except ValueError:
+            return path.name
+
+    data = json.loads(executed.read_text(encoding="utf-8"))
+    meta = data.get("metadata", {}).get("papermill")
+    if isinstance(meta, dict):
+        meta["input_path"], meta["output_path"] = shown(notebook), shown(target)
+        executed.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _last_line(err: BaseException) -> str:
