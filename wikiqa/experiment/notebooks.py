@@ -102,8 +102,9 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
 
     folder = (out or results_dir()) / "notebooks"
     folder.mkdir(parents=True, exist_ok=True)
-    # named by the parameters that make the run (not where it writes, nor the free CHANGE text)
-    shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD", "CHANGE"}}
+    # named by the parameters that make the run (not where it writes, the free CHANGE text, nor
+    # RESUME: a resumed step is the step it resumes)
+    shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD", "CHANGE", "RESUME"}}
     suffix = "".join(f"-{_slug(k.lower())}={_slug(v)}" for k, v in shown.items())
     target = folder / f"{notebook.stem}{suffix}.ipynb"
     partial = target.with_suffix(".running.ipynb")
