@@ -99,24 +99,17 @@ def _model_settings(p: StepParameters) -> Iterator[None]:
 
 @contextmanager
 def _served(model: str, executor: str = "local") -> Iterator[str]:
-    """`local` (SmolLM2) or `local:NAME` (a catalogued model: `local:qwen`) starts that model's
-    server on loopback for the run and stops it after; spec options after `;` (`local:qwen;
-    brief=1`) join the served spec's. Under Ray, the spec goes to the run as it is: each node
-    starts its own. Any other spec is used as given."""
-    if (model != "local" and not model.startswith("local:")) or executor != "local":
-        yield model
-        return
-    from wikiqa.models import local as local_model
-
-    name, _, options = model.removeprefix("local").removeprefix(":").partition(";")
-    server, spec = local_model.start(name or None)
+    """`local` (SmolLM2) or `local:NAME` (a catalogued model: `local:qwen`, with its levers after
+    `;`) goes to the run as it is: the runner serves it (`ServedModel`), and records one spec
+    whatever port served it. Under the local executor its server is stopped after the run;
+    under Ray each node's host starts and stops its own."""
     try:
-        for option in filter(None, options.split(",")):
-            key, _, value = option.partition("=")
-            spec = with_lever(spec, key, value)
-        yield spec
+        yield model
     finally:
-        server.terminate()
+        if executor == "local" and (model == "local" or model.startswith("local:")):
+            from wikiqa.evals.running.served import stop_all
+
+            stop_all()
 
 
 def _show_parameters(p: StepParameters, name: str | None, model: str, out: Path) -> None:

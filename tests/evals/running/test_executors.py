@@ -97,3 +97,20 @@ def test_a_catalogued_local_model_is_served_by_name_with_its_spec_options(
         spec
         == f"openai:{local_model.MODELS['qwen'].alias}@http://127.0.0.1:8080/v1;tool_choice=required"
     )
+    # a step's levers ride on the spec: recorded with the catalogue's options, port-free
+    assert served.canonical_spec("local:qwen;short_quote=1") == spec + ",short_quote=1"
+    assert served.ServedModel("local:qwen;tool_choice=auto").spec.endswith(";tool_choice=auto")
+    with pytest.raises(ValueError, match="unknown model lever 'shortquote'"):
+        served.ServedModel("local:qwen;shortquote=1")  # said before any server starts
+
+
+def test_options_join_with_the_given_one_winning() -> None:
+    from wikiqa.evals.running.served import join_options
+
+    base = "openai:m@http://127.0.0.1:9/v1;tool_choice=required"
+    assert join_options(base, "") == base
+    assert join_options(base, "brief=1") == base + ",brief=1"
+    assert join_options(base, "tool_choice=auto,brief=1") == (
+        "openai:m@http://127.0.0.1:9/v1;tool_choice=auto,brief=1"
+    )
+    assert join_options("openai:m@http://h/v1", "brief=1") == "openai:m@http://h/v1;brief=1"

@@ -25,18 +25,34 @@ from wikiqa.registry import open_model
 
 _lock = threading.Lock()
 # gguf path ("" for the shipped default) -> (server process, the spec that reaches it)
-_servers: dict[str, tuple[subprocess.Popen[bytes], Model]] = {}
+_servers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
 
 
 def is_served(spec: str) -> bool:
-    """`local` or `local:<gguf>`: a model this run starts a server for."""
-    return spec == "local" or (spec.startswith("local:") and len(spec) > len("local:"))
+    """`local` or `local:<gguf>` (with `;options` after either): a model this run starts a
+    server for."""
+    base = spec.partition(";")[0]
+    return base == "local" or (base.startswith("local:") and len(base) > len("local:"))
+
+
+def join_options(spec: str, options: str) -> str:
+    """An `openai:` spec with more `k=v` options after its `;`: a given one replaces the spec's
+    own of that name (`local:qwen;tool_choice=auto` overrides the catalogue's `required`)."""
+    if not options:
+        return spec
+    base, _, mine = spec.partition(";")
+    merged: dict[str, str] = {}
+    for item in filter(None, [*mine.split(","), *options.split(",")]):
+        key, _, value = item.partition("=")
+        merged.pop(key, None)
+        merged[key] = value
+    return f"{base};{','.join(f'{k}={v}' for k, v in merged.items())}"
 
 
 def _gguf(spec: str) -> Path | None:
     """The GGUF file a spec names: a catalogued model by name (assembled on first use), or a
     path; None for the shipped default."""
-    name = spec.partition(":")[2]
+    name = spec.partition(";")[0].partition(":")[2]
     if not name:
         return None
     if name in MODELS:
@@ -45,7 +61,12 @@ def _gguf(spec: str) -> Path | None:
 
 
 def canonical_spec(spec: str) -> str:
-    """The spec recorded for a served model: the default port, whatever port served it."""
+    """The spec recorded for a served model: the default port, whatever port served it, with
+    the catalogue's options and then the spec's own (`local:qwen;short_quote=1`)."""
+    return join_options(_canonical(spec), spec.partition(";")[2])
+
+
+def _canonical(spec: str) -> str:
     gguf = _gguf(spec)
     if gguf is None:
         try:  # the driver need not have the `local` extra to name the shipped model
@@ -59,13 +80,16 @@ def canonical_spec(spec: str) -> str:
 
 class ServedModel:
     """A local-model spec as a model: its server starts on the first call (or `start`), once per
-    process; calls go to that server through the ordinary `openai:` provider."""
+    process and model file; calls go to that server through the ordinary `openai:` provider,
+    with this spec's own options (its levers: `local:qwen;short_quote=1`)."""
 
     def __init__(self, spec: str) -> None:
         if not is_served(spec):
             raise ValueError(f"{spec!r} is not a local-model spec (local or local:<gguf>)")
         self.given = spec
         self._spec = canonical_spec(spec)
+        open_model(self._spec)  # a bad option (an unknown lever) is said now, not mid-run
+        self._model: tuple[str, Model] | None = None  # (the server's spec, the model on it)
 
     @property
     def spec(self) -> str:
@@ -77,15 +101,20 @@ class ServedModel:
         key = str(gguf or "")
         with _lock:
             running = _servers.get(key)
-            if running is not None and running[0].poll() is None:
-                return running[1]
-            if gguf is not None and not gguf.is_file():
-                raise local_model.LocalModelError(f"{gguf}: no such model file")
-            process, actual = local_model.start(gguf)
-            if not _servers:
-                atexit.register(stop_all)
-            _servers[key] = (process, open_model(actual))
-            return _servers[key][1]
+            if running is None or running[0].poll() is not None:
+                if gguf is not None and not gguf.is_file():
+                    raise local_model.LocalModelError(f"{gguf}: no such model file")
+                process, actual = local_model.start(gguf)
+                if not _servers:
+                    atexit.register(stop_all)
+                _servers[key] = running = (process, actual)
+            actual = running[1]
+            if self._model is None or self._model[0] != actual:  # one client per server
+                self._model = (
+                    actual,
+                    open_model(join_options(actual, self.given.partition(";")[2])),
+                )
+            return self._model[1]
 
     def __call__(
         self,
