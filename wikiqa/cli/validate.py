@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +58,12 @@ def judge_table(summary: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     calls = summary.get("judge_calls")
-    if calls:
+    if calls == 0:
+        lines.append("0 judge calls: every reply came from the response cache")
+    elif calls:
         lines.append(
-            f"{calls} judge calls, {summary['judge_seconds'] / calls:.1f} s per call "
-            "(replies served from the response cache are not calls)"
+            f"{calls} judge calls, {summary['judge_seconds'] / calls:.1f} s per call (a local "
+            "server's start-up in the first; replies from the response cache are not calls)"
         )
     lines.append(
         f"adopt: agreement >= {ADOPT_AGREEMENT:.2f} and its 95% lower bound >= {ADOPT_LOWER:.2f}"
@@ -71,9 +72,11 @@ def judge_table(summary: dict[str, Any]) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from wikiqa.config import Settings
     from wikiqa.evals import Judge
     from wikiqa.evals.labels.halves import half_of
     from wikiqa.evals.labels.validation import LabelError, compare, load_labels, report
+    from wikiqa.evals.running.cache import CachingModel, ResponseCache
     from wikiqa.evals.running.served import open_run_model
     from wikiqa.evals.tasks.task import TaskError
     from wikiqa.models import ModelUnavailable
@@ -89,17 +92,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
         ]
         if not examples:
             raise LabelError(f"no labelled examples in the {args.half} half of these files")
-        judge = Judge(open_run_model(args.judge)) if args.judge else None
-        start = time.perf_counter()
+        judge = None
+        if args.judge:  # behind the response cache: a long validation killed resumes
+            cache = ResponseCache(Settings().cache_dir() / "responses.sqlite")
+            judge = Judge(CachingModel(open_run_model(args.judge), cache, "validate"))
         frame = compare(examples, SnapshotSource(), judge, suites)
-        seconds = time.perf_counter() - start
     except ModelUnavailable as err:  # the judge: nothing is graded, nothing guessed
         raise CliError(f"judge unavailable: {err}", EXIT_UNAVAILABLE) from err
     except (LabelError, TaskError, ValueError) as err:
         raise CliError(str(err), EXIT_NOT_FOUND) from err
     summary = report(frame)
     if judge is not None:
-        summary |= {"judge_calls": judge.calls, "judge_seconds": round(seconds, 1)}
+        summary |= {"judge_calls": judge.calls, "judge_seconds": round(judge.seconds, 1)}
     if args.json:
         shown = {"dimensions": summary["dimensions"]}
         if judge is not None:  # the judge's rows, and its calls

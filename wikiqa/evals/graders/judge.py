@@ -21,6 +21,7 @@ answerer, so it is pinned by its spec string and cached by the harness like any 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -206,6 +207,7 @@ class Judge:
     def __init__(self, model: Model) -> None:
         self.model = model
         self.calls = 0  # calls that reached the judge model (not served from the cache)
+        self.seconds = 0.0  # wall time of those calls (a served model's start-up included)
 
     @property
     def spec(self) -> str:
@@ -213,8 +215,11 @@ class Judge:
 
     def _ask(self, prompt: str, schema: type[V]) -> JudgeOutcome[V]:
         options = CallOptions(temperature=0.0, response_schema=schema.model_json_schema())
+        start = time.perf_counter()
         turn = self.model(JUDGE_SYSTEM, [UserMessage(text=prompt)], [], options)
-        self.calls += not turn.cached
+        if not turn.cached:
+            self.calls += 1
+            self.seconds += time.perf_counter() - start
         response = turn.message.text
         verdict, fallback = parse_verdict(response, schema)
         transcript = {
