@@ -31,6 +31,16 @@ def body(name: str) -> dict[str, Any]:
     return loaded
 
 
+def verdict_reply() -> dict[str, Any]:
+    """A real gpt-4o body with its tool call replaced by the verdict as text."""
+    reply = copy.deepcopy(body("openai_gpt4o_tool_call"))
+    message = reply["choices"][0]["message"]
+    message.pop("tool_calls", None)
+    message["content"] = json.dumps(VERDICT)
+    reply["choices"][0]["finish_reason"] = "stop"
+    return reply
+
+
 def serve(replies: list[dict[str, Any]], seen: list[httpx2.Request]) -> httpx2.Client:
     def handler(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
@@ -97,11 +107,7 @@ def test_judges_ask_claude_for_the_verdict_schema_and_send_no_sampling_parameter
 
 
 def test_judges_ask_openai_compatible_servers_for_a_json_schema() -> None:
-    reply = copy.deepcopy(body("openai_gpt4o_tool_call"))
-    message = reply["choices"][0]["message"]
-    message.pop("tool_calls", None)
-    message["content"] = json.dumps(VERDICT)
-    reply["choices"][0]["finish_reason"] = "stop"
+    reply = verdict_reply()
     seen: list[httpx2.Request] = []
     judge = Judge(
         OpenAIModel(
@@ -134,11 +140,7 @@ def test_a_server_that_takes_schemas_only_as_json_object_is_believed_once() -> N
     # json_schema format with this 500; the provider resends the schema as json_object at once
     # (no retry, no backoff) and sends it so from then on.
     refused = body("llamacpp_python_500_json_schema")
-    reply = copy.deepcopy(body("openai_gpt4o_tool_call"))
-    message = reply["choices"][0]["message"]
-    message.pop("tool_calls", None)
-    message["content"] = json.dumps(VERDICT)
-    reply["choices"][0]["finish_reason"] = "stop"
+    reply = verdict_reply()
     seen: list[httpx2.Request] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
