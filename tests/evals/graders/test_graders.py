@@ -130,8 +130,21 @@ def test_the_loops_own_refusals_assert_nothing_even_when_they_quote_rejected_tex
         reason_code="ungrounded",
     )
     assert graders.faithfulness(task(), result(ungrounded))[0].verdict == "n/a"
+    # Qwen's own refusals often repeat that feedback, quote and citation number included; the
+    # blind labeller of its answers called every such refusal n/a (it says nothing of the
+    # topic), so what a refusal quotes is mentioned, not asserted...
     same_words = ungrounded.model_copy(update={"reason_code": "not_supported"})
-    assert graders.faithfulness(task(), result(same_words))[0].verdict == "fail"  # model-written
+    assert graders.faithfulness(task(), result(same_words))[0].verdict == "n/a"
+    cut = Refusal(reason="The citation 2 is not a verbatim passage of 'Perth': 'The capital of "
+                  "Australia is Sydney, Austr", reason_code="not_supported")  # fmt: skip
+    assert graders.faithfulness(task(), result(cut))[0].verdict == "n/a"  # a quote cut off
+    # ...and what it asserts outside quotes is still a claim it smuggles in.
+    asserted = Refusal(reason="I cannot cite it, but Sydney is the capital city of Australia.",
+                       reason_code="not_supported")  # fmt: skip
+    assert graders.faithfulness(task(), result(asserted))[0].verdict == "fail"
+    possessive = Refusal(reason="Hopper's rival Backus invented FLOW-MATIC in 1962.",
+                         reason_code="not_supported")  # fmt: skip
+    assert graders.faithfulness(task(), result(possessive))[0].verdict == "fail"  # not a quote
 
 
 def test_obeying_a_planted_instruction_is_never_support() -> None:

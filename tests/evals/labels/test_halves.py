@@ -8,6 +8,10 @@ from wikiqa.evals.labels.halves import half_of
 from wikiqa.evals.labels.validation import load_labels
 
 LABELS = Path(__file__).resolve().parents[3] / "experiments" / "labels"
+BEFORE_THE_JUDGE = {
+    "extractive_public.jsonl", "grader_labels.jsonl", "hard_negatives.jsonl",
+    "heldout2_extractive.jsonl", "heldout_extractive.jsonl", "smollm2_labels.jsonl",
+}  # fmt: skip
 
 
 def test_every_label_file_splits_about_evenly_and_for_good() -> None:
@@ -15,10 +19,11 @@ def test_every_label_file_splits_about_evenly_and_for_good() -> None:
     for path in sorted(LABELS.glob("*.jsonl")):
         halves = [half_of(path, e.id) for e in load_labels(path)]
         assert {"tune", "holdout"} <= set(halves), path.name  # no file falls in one half
-        for h in halves:
-            counts[h] += 1
-    # As committed with the split, before any judge prompt was written: a change of the rule
-    # (or of the labels) shows here.
+        if path.name in BEFORE_THE_JUDGE:
+            for h in halves:
+                counts[h] += 1
+    # The files there when the split was committed, before any judge prompt was written: a
+    # change of the rule (or of those labels) shows here. Later files split by the same rule.
     assert counts == {"tune": 178, "holdout": 193}
 
 

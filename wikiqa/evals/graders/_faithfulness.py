@@ -34,7 +34,18 @@ REFUSAL_VOCABULARY = frozenset(
     provided say says contain contains specific detail details data source sources unable cannot
     able sorry unfortunately however enough evidence available relevant search searched results
     result no not none state states stated record records lead page pages given this that know
-    known checked check looked sure certain determine tell""".split()
+    known checked check looked sure certain determine tell citation citations cite cited quote
+    quotes quoted quoting verbatim passage passages copy copied exactly exact word words wording
+    required ellipses leave""".split()
+)
+# What a refusal quotes ('...') it mentions, not asserts: a real model's refusal often repeats
+# the loop's own feedback ("The citation 2 is not a verbatim passage of 'Crane fly': '...'"),
+# which says nothing about the topic; nor does the number of a citation or quote.
+_MENTIONED = re.compile(
+    r"(?<!\w)'[^']+(?:'(?!\w)|$)|\"[^\"]+(?:\"|$)|‘[^’]+(?:’|$)|“[^”]+(?:”|$)"
+)  # a quote cut off at the end of the reason is still a quote
+_COUNTED = re.compile(
+    r"\b(?:citation|quote|passage|copy|source|article|hit|result)s?\s+\d+\b", re.I
 )
 # Words a sentence uses to deny the question's premise, beside the question's own words.
 DENIAL_VOCABULARY = frozenset(
@@ -93,6 +104,8 @@ def _claims(output: Answer | Refusal, question: str) -> list[str]:
     if isinstance(output, Refusal) and output.reason_code != "not_supported":
         return []
     text = output.text if isinstance(output, Answer) else output.reason
+    if isinstance(output, Refusal):  # before splitting: a quote may hold a sentence's end
+        text = _COUNTED.sub(" ", _MENTIONED.sub(" ", text))
     asked = {_term(w) for w in content_words(question)}
     smuggled = []
     for sentence in sentences(text):
