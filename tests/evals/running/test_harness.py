@@ -357,3 +357,19 @@ def test_a_recorded_run_does_not_mark_the_next_one_dirty(tmp_path: Path) -> None
     assert git_sha(tmp_path) == clean
     (tmp_path / "code.py").write_text("x = 2\n")  # the code changed
     assert git_sha(tmp_path) == clean + "-dirty"
+
+
+def test_a_journals_metadata_names_repository_paths_relatively(tmp_path: Path) -> None:
+    """A committed journal (a long run resumed next session) holds no machine's path."""
+    from wikiqa.evals import RunConfig, run_eval
+    from wikiqa.evals.paths import ROOT
+    from wikiqa.evals.running.runner import _portable
+
+    outcome = run_eval(RunConfig(limit=1, trials=1, out=tmp_path), progress=False)
+    meta = outcome.meta.model_copy(
+        update={"config": outcome.meta.config.model_copy(update={"out": ROOT / "results"})}
+    )
+    shown = _portable(meta)
+    assert shown.config.out == Path("results")
+    assert shown.suite_path == "experiments/suite/dev.jsonl"
+    assert _portable(outcome.meta).config.out == tmp_path  # outside the repository: as it is

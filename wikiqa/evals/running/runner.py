@@ -31,7 +31,7 @@ from wikiqa.agent import Agent, prompt_hash
 from wikiqa.config import Settings
 from wikiqa.evals.analysis.summary import Summary, summarize
 from wikiqa.evals.graders import Judge, check_not_self, decision_of, error_grades, grade
-from wikiqa.evals.paths import git_sha
+from wikiqa.evals.paths import ROOT, git_sha
 from wikiqa.evals.running.cache import Cache, CachingModel, ResponseCache
 from wikiqa.evals.running.cassettes import check_replay, open_recorder, replaying, with_cassette
 from wikiqa.evals.running.executors import Executor, open_executor
@@ -233,7 +233,7 @@ class Runner:
             )
             folder = journal_dir(config.out, meta.run_id)
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / "meta.json").write_text(scrub(meta.model_dump_json(indent=2)))
+            (folder / "meta.json").write_text(scrub(_portable(meta).model_dump_json(indent=2)))
         journal = Journal(journal_dir(config.out, meta.run_id) / "journal.jsonl")
         # Under Ray, each worker opens its own source and sends what it answered to this recorder
         recorder = open_recorder(self.source, meta, config.out) if self.record_cassette else None
@@ -292,3 +292,21 @@ def _slug(text: str) -> str:
 
 def run_eval(config: RunConfig, resume: str | None = None, **kwargs: Any) -> RunOutcome:
     return Runner(config, **kwargs).run(resume)
+
+
+def _portable(meta: RunMeta) -> RunMeta:
+    """The metadata as a journal is committed: its results folder and suite file relative to
+    the repository when inside it, so no machine's path is committed (a resume writes where it
+    is resumed, and reads its suite from the config)."""
+
+    def inside(path: Path) -> Path | None:
+        try:
+            return path.resolve().relative_to(ROOT)
+        except ValueError:
+            return None
+
+    out, suite = inside(meta.config.out), inside(Path(meta.suite_path))
+    config = meta.config.model_copy(update={"out": out}) if out is not None else meta.config
+    return meta.model_copy(
+        update={"config": config, "suite_path": str(suite) if suite else meta.suite_path}
+    )
