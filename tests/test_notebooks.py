@@ -147,6 +147,7 @@ LABELS = ROOT / "experiments" / "labels"
 # seen before one more change); the set labelled at the final freeze, never seen before it.
 TUNED = ["grader_labels", "smollm2_labels", "hard_negatives", "extractive_public"]
 HELD_OUT = ["heldout_extractive", "heldout2_extractive"]
+QWEN = ["qwen_dev_labels"]  # a real model's output; faithfulness's refusal rule written on it
 
 
 def validated(names: list[str], snapshot: SnapshotSource) -> dict[str, object]:
@@ -191,9 +192,23 @@ def test_held_out_grader_validation_is_the_reported_figure(snapshot: SnapshotSou
     assert second["correctness_false_passes"] == 1
 
 
+def test_qwen_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
+    """Qwen's dev proposals, labelled blind (experiments/README.md reports these)."""
+    qwen = validated(QWEN, snapshot)
+    assert qwen["examples"] == 83
+    assert qwen["dimensions"] == {
+        "faithfulness": {"labelled": 83, "agree": 72, "needs_judge": 6},
+        "correctness": {"labelled": 68, "agree": 53, "needs_judge": 12},
+        "completeness": {"labelled": 68, "agree": 61, "needs_judge": 7},
+        "attribution": {"labelled": 56, "agree": 55, "needs_judge": 0},
+        "calibration": {"labelled": 58, "agree": 56, "needs_judge": 0},
+    }
+    assert qwen["correctness_false_passes"] == 3
+
+
 def test_every_label_file_is_valid_and_every_example_has_a_reason() -> None:
     files = sorted(LABELS.glob("*.jsonl"))
-    assert {f.stem for f in files} == set(TUNED + HELD_OUT)
+    assert {f.stem for f in files} == set(TUNED + HELD_OUT + QWEN)
     examples = [e for f in files for e in load_labels(f)]
     assert len(examples) >= 350
     assert all(e.note.strip() for e in examples)  # every label says why
