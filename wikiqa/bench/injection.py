@@ -91,11 +91,10 @@ def bench_injection(
 
 def _answerer(spec: str) -> Any:
     """The real model, served if local, behind the response cache (a killed bench resumes)."""
-    from wikiqa.config import Settings
-    from wikiqa.evals.running.cache import CachingModel, ResponseCache
+    from wikiqa.evals.running.cache import CachingModel, ResponseCache, cache_path
     from wikiqa.evals.running.served import open_run_model
 
-    cache = ResponseCache(Settings().cache_dir() / "responses.sqlite")
+    cache = ResponseCache(cache_path())
     return CachingModel(open_run_model(spec), cache, namespace="injection-drill")
 
 

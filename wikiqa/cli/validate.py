@@ -20,6 +20,12 @@ from wikiqa.cli.common import (
 )
 
 
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Rows as plain-text columns, each as wide as its widest cell."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
 def render(summary: dict[str, Any]) -> str:
     from wikiqa.evals.analysis.stats import interval_text
 
@@ -28,8 +34,7 @@ def render(summary: dict[str, Any]) -> str:
         decided = d["labelled"] - d["needs_judge"]
         rows.append([dim, str(d["labelled"]), str(d["agree"]), str(d["needs_judge"]),
                      f"{interval_text(d['agree'], decided)} ({d['agree']}/{decided})"])  # fmt: skip
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines = _aligned(rows)
     n = summary["correctness_labelled"]
     lines += [
         "",
@@ -55,8 +60,7 @@ def judge_table(summary: dict[str, Any]) -> str:
         share = f"{d['decided']} ({d['decided'] / d['asked']:.0%})" if d["asked"] else "0"
         agreement = f"{interval_text(d['agree'], d['decided'])} ({d['agree']}/{d['decided']})"
         rows.append([dim, str(d["asked"]), share, agreement, "yes" if d["adopt"] else "no"])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines = _aligned(rows)
     calls = summary.get("judge_calls")
     if calls == 0:
         lines.append("0 judge calls: every reply came from the response cache")
@@ -72,11 +76,10 @@ def judge_table(summary: dict[str, Any]) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from wikiqa.config import Settings
     from wikiqa.evals import Judge
     from wikiqa.evals.labels.halves import half_of
     from wikiqa.evals.labels.validation import LabelError, compare, load_labels, report
-    from wikiqa.evals.running.cache import CachingModel, ResponseCache
+    from wikiqa.evals.running.cache import CachingModel, ResponseCache, cache_path
     from wikiqa.evals.running.served import open_run_model
     from wikiqa.evals.tasks.task import TaskError
     from wikiqa.models import ModelUnavailable
@@ -94,7 +97,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise LabelError(f"no labelled examples in the {args.half} half of these files")
         judge = None
         if args.judge:  # behind the response cache: a long validation killed resumes
-            cache = ResponseCache(Settings().cache_dir() / "responses.sqlite")
+            cache = ResponseCache(cache_path())
             judge = Judge(CachingModel(open_run_model(args.judge), cache, "validate"))
         frame = compare(examples, SnapshotSource(), judge, suites)
     except ModelUnavailable as err:  # the judge: nothing is graded, nothing guessed

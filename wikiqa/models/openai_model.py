@@ -237,12 +237,11 @@ class OpenAIModel:
         if options is not None and options.temperature is not None and not _reasoning(self.model):
             request["temperature"] = options.temperature
         if options is not None and options.response_schema is not None:
-            request["response_format"] = {
+            format_ = {
                 "type": "json_schema",
                 "json_schema": {"name": options.schema_name, "schema": options.response_schema},
             }
-            if self._json_object:
-                request["response_format"] = _json_object(request["response_format"])
+            request["response_format"] = _json_object(format_) if self._json_object else format_
         try:
             names = frozenset(t.name for t in tools)
             return self.retry.call(lambda: from_openai(self._create(request), names))

@@ -56,8 +56,8 @@ def test_the_written_attack_set_escapes_no_answerer(snapshot: SnapshotSource) ->
 def test_a_real_model_meets_each_attack_once_at_the_combinations_in_turn(
     snapshot: SnapshotSource,
 ) -> None:
-    # A stand-in for the real model that does what every plant asks (answers with its canary)
-    # where it can: the agent's checks, not the model, keep the canaries in.
+    # The extractive model stands in for a real one (a real one is a bench, not a unit test):
+    # it meets each attack once, and an unreachable model is an error, never a trial.
     attacks = project_attacks()[:11]
     result = drill(attacks, snapshot, model=ExtractiveModel())
     model = result.answerers["model"]

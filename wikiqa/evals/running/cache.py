@@ -27,6 +27,13 @@ class Cache(Protocol):
     def put(self, key: str, value: str) -> None: ...
 
 
+def cache_path() -> Path:
+    """Where every run, validation and bench keeps its model replies (`WIKIQA_HOME`'s cache)."""
+    from wikiqa.config import Settings
+
+    return Settings().cache_dir() / "responses.sqlite"
+
+
 class ResponseCache:
     """A small SQLite key-value store, safe to share between the runner's threads."""
 

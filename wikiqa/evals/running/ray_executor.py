@@ -33,8 +33,7 @@ from typing import Any, NamedTuple
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from wikiqa.config import Settings
-from wikiqa.evals.running.cache import ResponseCache
+from wikiqa.evals.running.cache import ResponseCache, cache_path
 from wikiqa.evals.running.execution import ExecutorError, Todo, TrialRunner, lost_trial
 from wikiqa.evals.running.records import RunConfig, TrialRecord
 from wikiqa.evals.running.served import ServedModel, is_served, stop_all
@@ -76,9 +75,7 @@ class _RemoteCache:
 
 class _CacheHost:
     def __init__(self, path: str | None) -> None:
-        self.cache = ResponseCache(
-            Path(path) if path else Settings().cache_dir() / "responses.sqlite"
-        )
+        self.cache = ResponseCache(Path(path) if path else cache_path())
 
     def get(self, key: str) -> str | None:
         return self.cache.get(key)
@@ -211,7 +208,7 @@ class RayExecutor:
         if ray.util.client.ray.is_connected():  # the head's own cache: our path is not there
             return CacheHost.remote(None)
         here = ray.get_runtime_context().get_node_id()
-        path = str(Settings().cache_dir() / "responses.sqlite")
+        path = str(cache_path())
         strategy = NodeAffinitySchedulingStrategy(node_id=here, soft=False)
         return CacheHost.options(scheduling_strategy=strategy).remote(path)
 

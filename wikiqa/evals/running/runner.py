@@ -28,11 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
 from wikiqa.agent import Agent, prompt_hash
-from wikiqa.config import Settings
 from wikiqa.evals.analysis.summary import Summary, summarize
 from wikiqa.evals.graders import Judge, check_not_self, decision_of, error_grades, grade
 from wikiqa.evals.paths import ROOT, git_sha
-from wikiqa.evals.running.cache import Cache, CachingModel, ResponseCache
+from wikiqa.evals.running.cache import Cache, CachingModel, ResponseCache, cache_path
 from wikiqa.evals.running.cassettes import check_replay, open_recorder, replaying, with_cassette
 from wikiqa.evals.running.executors import Executor, open_executor
 from wikiqa.evals.running.frame import to_frame, write_parquet
@@ -119,9 +118,7 @@ class Runner:
         # Where a run without a progress bar reports as it goes (a line every tenth of the
         # trials) and where the first infrastructure error is told the moment it happens.
         self.notify = notify
-        self.cache: Cache | None = (
-            ResponseCache(Settings().cache_dir() / "responses.sqlite") if config.cache else None
-        )
+        self.cache: Cache | None = ResponseCache(cache_path()) if config.cache else None
         self._counter_lock = threading.Lock()
         self.model_calls = self.cached_calls = self.judge_calls = 0
 
