@@ -65,10 +65,11 @@ def reply_grammar(
     the schema (any JSON object without one); None for unconstrained text."""
     if tools or not response_format or response_format.get("type") != "json_object":
         return grammar(tools, tool_choice)
+    # Typed locals: without the `local` extra (a clean clone in CI) llama_cpp is Any to mypy.
     schema = response_format.get("schema")
-    if not schema:
-        return llama_grammar.JSON_GBNF
-    gbnf: str = llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+    gbnf: str = (
+        llama_grammar.json_schema_to_gbnf(json.dumps(schema)) if schema else llama_grammar.JSON_GBNF
+    )
     return gbnf
 
 
