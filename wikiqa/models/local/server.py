@@ -25,6 +25,7 @@ from llama_cpp import llama_chat_format, llama_grammar
 from llama_cpp.server import __main__ as llama_server
 
 from wikiqa.models.local.chat import END, call_schema, parse_reply, render_prompt
+from wikiqa.models.local.serving import PARENT_ENV, exit_with_parent
 from wikiqa.models.textcalls import CLOSE, OPEN
 
 CHAT_FORMAT = "wikiqa-tools"
@@ -187,5 +188,7 @@ class _Clock:
 llama_chat_format.register_chat_completion_handler(CHAT_FORMAT)(handler)
 
 if __name__ == "__main__":
+    if os.environ.get(PARENT_ENV):
+        exit_with_parent(int(os.environ[PARENT_ENV]))
     serve: Callable[[], None] = llama_server.main  # parses llama_cpp.server's own flags
     serve()

@@ -17,6 +17,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -97,6 +98,26 @@ def spec(host: str, port: int, name: str = ALIAS) -> str:
     return f"openai:{name}@http://{host}:{port}/v1" + (f";{options}" if options else "")
 
 
+PARENT_ENV = "WIKIQA_SERVER_PARENT"
+
+
+def exit_with_parent(parent: int, poll: float = 1.0) -> threading.Thread:
+    """Exit when `parent` is no longer this process's parent. A server a run started must not
+    outlive the run: a run killed with SIGTERM or SIGKILL (or a notebook kernel that a stopped
+    papermill takes down with `os._exit`) runs no atexit hook, and the orphan would keep 1 GB
+    and both cores. PR_SET_PDEATHSIG would not do: it fires when the *thread* that started the
+    server ends, and runs start it from a worker thread."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll)
+        os._exit(0)  # nothing to flush: each completion's log line is written as it ends
+
+    thread = threading.Thread(target=watch, name="exit-with-parent", daemon=True)
+    thread.start()
+    return thread
+
+
 def free_port(preferred: int = 0) -> int:
     """`preferred` if it is free on loopback, else any free port."""
     for candidate in (preferred, 0) if preferred else (0,):
@@ -118,7 +139,8 @@ def start(
     threads: int = 2,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start the server for a model name or GGUF path (default SmolLM2) in the background and
-    wait until it answers; returns (process, spec). With `log`, the server appends every raw
+    wait until it answers; returns (process, spec). The server exits when this process does,
+    however it ends (`exit_with_parent`). With `log`, the server appends every raw
     completion and llama.cpp's timings for it to that JSONL file."""
     try:
         import llama_cpp  # noqa: F401
@@ -126,7 +148,8 @@ def start(
         raise LocalModelError("llama-cpp-python is not installed: `make test-local`") from err
     port = port or free_port(PORT)
     gguf = gguf_for(model)
-    env = os.environ | ({"WIKIQA_LOCAL_LOG": str(log)} if log is not None else {})
+    env = os.environ | {PARENT_ENV: str(os.getpid())}  # it exits with this process
+    env |= {"WIKIQA_LOCAL_LOG": str(log)} if log is not None else {}
     process = subprocess.Popen(
         server_command(gguf, host, port, threads=threads),
         env=env,
