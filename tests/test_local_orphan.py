@@ -62,7 +62,9 @@ def test_a_watched_child_outlives_nothing_once_its_parent_is_killed() -> None:
             os.kill(child, signal.SIGKILL)
 
 
-def test_start_tells_the_server_whose_child_it_is(monkeypatch, tmp_path) -> None:
+def test_start_tells_the_server_whose_child_it_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from wikiqa.models.local import serving
 
     seen: dict[str, str] = {}
@@ -70,11 +72,11 @@ def test_start_tells_the_server_whose_child_it_is(monkeypatch, tmp_path) -> None
     class Stop(Exception):
         pass
 
-    def popen(command, env, **kwargs):
+    def popen(command: list[str], env: dict[str, str], **kwargs: object) -> None:
         seen.update(env)
         raise Stop
 
-    monkeypatch.setattr(serving.subprocess, "Popen", popen)
+    monkeypatch.setattr(subprocess, "Popen", popen)
     monkeypatch.setattr(serving, "gguf_for", lambda model: tmp_path / "m.gguf")
     monkeypatch.setitem(sys.modules, "llama_cpp", object())
     with pytest.raises(Stop):
