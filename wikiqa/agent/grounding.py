@@ -15,7 +15,7 @@ from wikiqa.text import content_words, normalize_quote, stem, words
 MIN_QUOTE_WORDS = 3
 
 
-def _strip_wrapping(quote: str) -> str:
+def strip_wrapping(quote: str) -> str:
     # Models often wrap a quote in quote marks; the marks are not part of the span.
     q = normalize_quote(quote)
     while len(q) > 2 and q[0] == q[-1] and q[0] in "\"'":
@@ -64,7 +64,7 @@ def citation_problems(citations: list[CitationArg], fetched: Fetched) -> list[st
                 f"(fetched: {', '.join(fetched.titles())})"
             )
             continue
-        quote = _strip_wrapping(citation.quote)
+        quote = strip_wrapping(citation.quote)
         if len(words(quote)) < MIN_QUOTE_WORDS:
             problems.append(
                 f"citation {i}: quote {quote!r} is too short; quote at least "

@@ -23,6 +23,8 @@ from wikiqa.bench.reading import bench_reading
 from wikiqa.bench.reading import report as reading_report
 from wikiqa.bench.report import line, report_ask, report_eval, report_sources
 from wikiqa.bench.scale import bench_scale
+from wikiqa.bench.snapping import bench_snapping
+from wikiqa.bench.snapping import report as snapping_report
 from wikiqa.bench.sources import bench_sources
 from wikiqa.secrets import scrubbed_output
 
@@ -42,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "local",
             "cassette",
             "scale",
+            "snapping",
         ],
     )
     parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
@@ -84,6 +87,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--options", default="", help="local: openai spec options, e.g. tool_choice=auto,brief=1"
     )
+    parser.add_argument(
+        "--journal",
+        type=Path,
+        help="snapping: a run's journal folder (results/journals/RUN_ID) to replay quote repair on",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     with scrubbed_output():
@@ -125,6 +133,11 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     elif args.suite == "local":
         figures = bench_local(args.model, args.questions, args.read_first, args.options)
         report = local_report(figures)
+    elif args.suite == "snapping":
+        if args.journal is None:
+            raise ValueError("snapping needs --journal results/journals/RUN_ID")
+        figures = bench_snapping(args.journal)
+        report = snapping_report(figures)
     elif args.suite == "scale":
         figures = bench_scale()
         report = (

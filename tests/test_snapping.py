@@ -1,0 +1,81 @@
+"""The quote-repair what-if (`python -m wikiqa.bench snapping`): what it snaps, and its replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from wikiqa.agent.grounding import Fetched
+from wikiqa.bench.snapping import bench_snapping, report, snap
+from wikiqa.evals import RunConfig, journal_dir, run_eval
+from wikiqa.models import CitationArg, ScriptedModel
+from wikiqa.sources import SnapshotSource
+
+DUNE = "Dune is a 1965 epic science fiction novel by American author Frank Herbert."
+
+
+def _fetched(tiny: SnapshotSource, *titles: str) -> Fetched:
+    fetched = Fetched()
+    for title in titles:
+        article = tiny.get_article(title)
+        assert article is not None
+        fetched.add(title, article)
+    return fetched
+
+
+def test_a_verbatim_quote_under_the_wrong_title_is_reattributed(tiny: SnapshotSource) -> None:
+    fetched = _fetched(tiny, "Mountain", "Mount Everest")
+    wrong = CitationArg(title="Mountain", quote="Mount Everest is the highest mountain on Earth")
+    assert snap(wrong, fetched, 1.0, 0.8) == CitationArg(
+        title="Mount Everest", quote="Mount Everest is the highest mountain on Earth"
+    )
+
+
+def test_a_shortened_quote_snaps_to_its_sentence_only_as_loosely_as_allowed(
+    tiny: SnapshotSource,
+) -> None:
+    fetched = _fetched(tiny, "Dune (novel)", "Mountain")
+    shortened = CitationArg(
+        title="Dune (novel)", quote="Dune is a 1965 science fiction novel by Frank Herbert"
+    )
+    # 7 of the sentence's 10 content stems: under precision 0.8, over 0.5
+    assert snap(shortened, fetched, 1.0, 0.8) is None
+    assert snap(shortened, fetched, 0.9, 0.5) == CitationArg(title="Dune (novel)", quote=DUNE)
+    unrelated = CitationArg(title="Dune (novel)", quote="Herbert sailed across the Atlantic twice")
+    assert snap(unrelated, fetched, 0.8, 0.3) is None
+
+
+def test_the_replay_counts_what_the_lever_would_change(
+    tiny: SnapshotSource, tmp_path: Path
+) -> None:
+    task: dict[str, Any] = {
+        "id": "dune-author", "category": "factual", "question": "Who wrote the novel Dune?",
+        "dimensions": ["faithfulness", "correctness", "attribution", "calibration"],
+        "reference_answer": "Frank Herbert.", "answers": ["Frank Herbert", "Herbert"],
+        "expected_sources": ["Dune (novel)"], "should_refuse": False,
+    }  # fmt: skip
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps(task) + "\n")
+    near = {
+        "name": "submit_answer",
+        "arguments": {
+            "answer": "Frank Herbert wrote Dune.",
+            "citations": [{"title": "Dune (novel)", "quote": "Dune is a 1965 science fiction novel by Frank Herbert"}],
+        },
+    }  # fmt: skip
+    script = [[{"name": "get_article", "arguments": {"title": "Dune (novel)"}}], [near], [near]]
+    config = RunConfig(suite=str(suite), trials=1, out=tmp_path / "results", infra_backoff=0.0)
+    outcome = run_eval(config, model=ScriptedModel(script), source=tiny, progress=False)
+    folder = journal_dir(tmp_path / "results", outcome.meta.run_id)
+    recorded = json.loads((folder / "journal.jsonl").read_text())["result"]["output"]
+    assert recorded["reason_code"] == "ungrounded"  # as run: the quote is not verbatim, twice
+
+    figures = bench_snapping(folder, tiny)
+    assert figures["trials_with_submissions"] == 1
+    strict, medium = figures["recall 1 precision 0.8"], figures["recall 0.9 precision 0.5"]
+    assert strict["answered"] == {"recorded": 0, "snapped": 0} and strict["changed_trials"] == {}
+    assert medium["answered"] == {"recorded": 0, "snapped": 1}
+    assert medium["changed_trials"] == {"correct": 1}
+    assert medium["changed_tasks"] == {"correct": ["dune-author"]}
+    assert "changed to correct: 1 trials, 1 tasks (dune-author)" in report(figures)

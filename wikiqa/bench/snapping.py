@@ -1,0 +1,188 @@
+"""The `snapping` benchmark: what "quote repair" would do to a recorded run, before anyone runs it.
+
+A weak model's submissions are mostly rejected for quotes that are not verbatim (Qwen, step 09:
+63 of 239 citations). The obvious lever is to repair them in code: find the fetched passage the
+quote was meant to be (verbatim in another fetched article, re-attributed; or the sentence, or
+pair of sentences, whose content words cover the quote's) and submit that instead. This
+benchmark asks what that lever would change, from a run's journal and nothing else:
+
+- Each trial's proposals are replayed in order (`labels.validation.proposals`) through the
+  agent's own checks (`citation_problems`, then `support_problems`), once as recorded and once
+  with every failing citation snapped. The first that passes is what the trial would return:
+  decoding is greedy and every prompt before it is the same, so this is the run the lever would
+  give, up to that point, without a model call. A proposal is replayed only against what had
+  been fetched when it was made.
+- Each trial the lever changes is graded: an answer to a task that should be refused fails
+  calibration; otherwise its correctness is the offline tier's verdict on the answer text.
+- Three strictness settings: (recall, precision) of the quote's content-word stems in the span.
+
+Injection tasks are left out: the guard's findings are not in the journal to replay.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from wikiqa.agent import Answer, quotable_text
+from wikiqa.agent.decide import support_problems
+from wikiqa.agent.grounding import Fetched, citation_problems, strip_wrapping
+from wikiqa.evals.analysis.stats import count_text
+from wikiqa.evals.graders import correctness_of
+from wikiqa.evals.labels.validation import LabelledExample, proposals
+from wikiqa.evals.tasks.task import Task, load_tasks
+from wikiqa.models import CitationArg, SubmitArgs
+from wikiqa.sources import Article, SnapshotSource, WikiSource
+from wikiqa.text import content_words, sentences, stem
+
+SETTINGS = ((1.0, 0.8), (0.9, 0.5), (0.8, 0.3))  # (recall, precision), strict to loose
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in content_words(text)}
+
+
+def snap(
+    citation: CitationArg, fetched: Fetched, recall: float, precision: float
+) -> CitationArg | None:
+    """The citation made verbatim: its quote found in another fetched article (re-attributed),
+    else the best-covering sentence or sentence pair of the fetched articles (the cited one
+    first) when it reaches both `recall` and `precision`; None when nothing does."""
+    quote = strip_wrapping(citation.quote)
+    cited = fetched.get(citation.title)
+    order: list[Article] = [a for a in fetched.articles.values() if a is not cited]
+    order = [cited, *order] if cited is not None else order
+    for article in order:
+        if quote in quotable_text(article):
+            return CitationArg(title=article.title, quote=quote)
+    wanted = _stems(quote)
+    if len(wanted) < 3:
+        return None
+    best: tuple[tuple[float, float], Article, str] | None = None
+    for article in order:
+        found = sentences(quotable_text(article))
+        for span in [*found, *(f"{a} {b}" for a, b in pairwise(found))]:
+            have = _stems(span)
+            if not have:
+                continue
+            shared = len(wanted & have)
+            score = (shared / len(wanted), shared / len(have))
+            if best is None or score > best[0]:
+                best = (score, article, span)
+    if best is None or best[0][0] < recall or best[0][1] < precision:
+        return None
+    found_in, span = best[1], best[2]  # a joined pair is verbatim only if one space joined it
+    return (
+        CitationArg(title=found_in.title, quote=span) if span in quotable_text(found_in) else None
+    )
+
+
+def _passes(answer: Answer, citations: list[CitationArg], fetched: Fetched, task: Task) -> bool:
+    if citation_problems(citations, fetched):
+        return False
+    return not support_problems(SubmitArgs(answer=answer.text, citations=citations), task.question)
+
+
+def _fetched(example: LabelledExample, source: WikiSource) -> Fetched:
+    fetched = Fetched()
+    for title in example.retrieved:
+        article = source.get_article(title)
+        if article is not None:
+            fetched.add(title, article)
+    return fetched
+
+
+def _outcome(task: Task, text: str) -> str:
+    """What a trial the lever changes would score: a wrongly answered unanswerable, or the
+    offline tier's SimpleQA outcome (`undecided` where it leaves the answer to a judge)."""
+    if task.should_refuse:
+        return "answered_unanswerable"
+    graded = correctness_of(task, text)
+    return str(
+        graded.detail.get("outcome")
+        or ("undecided" if graded.verdict == "needs_judge" else graded.verdict)
+    )
+
+
+def bench_snapping(journal: Path, source: WikiSource | None = None) -> dict[str, Any]:
+    """Per strictness setting: trials answered as recorded and with snapping, and what the
+    trials it changes would return, by outcome (counted per trial and per task). `journal` is
+    a run's journal folder (`results/journals/RUN_ID`) or its `journal.jsonl`; the suite is the
+    one its `meta.json` names; `source` is the run's source (the shipped snapshot)."""
+    folder = journal if journal.is_dir() else journal.parent
+    meta = folder / "meta.json"
+    if not meta.is_file():
+        raise ValueError(f"{folder}: no meta.json (not a run's journal folder)")
+    suite = Path(json.loads(meta.read_text(encoding="utf-8"))["suite_path"])
+    journal = folder / "journal.jsonl"
+    suites = [suite]
+    tasks = {t.id: t for path in suites for t in load_tasks(path)}
+    source = source if source is not None else SnapshotSource()
+    trials: dict[tuple[str, str], list[LabelledExample]] = defaultdict(list)
+    for example in proposals(journal):
+        task = tasks.get(example.task_id)
+        if task is None:
+            raise ValueError(f"{journal}: task {example.task_id!r} is in none of the suites given")
+        if task.injection is None and isinstance(example.answer, Answer):
+            trials[(example.task_id, example.id.rpartition("-t")[2].split("-")[0])].append(example)
+    figures: dict[str, Any] = {"journal": str(journal), "trials_with_submissions": len(trials)}
+    for recall, precision in SETTINGS:
+        answered = {"recorded": 0, "snapped": 0}
+        changed: Counter[str] = Counter()
+        tasks_changed: dict[str, set[str]] = defaultdict(set)
+        for (task_id, _), examples in sorted(trials.items()):
+            task = tasks[task_id]
+            recorded = snapped = None
+            for example in examples:
+                assert isinstance(example.answer, Answer)
+                fetched = _fetched(example, source)
+                cites = [
+                    CitationArg(title=c.title, quote=c.quote) for c in example.answer.citations
+                ]
+                if recorded is None and _passes(example.answer, cites, fetched, task):
+                    recorded = example
+                repaired = [
+                    c
+                    if not citation_problems([c], fetched)
+                    else snap(c, fetched, recall, precision) or c
+                    for c in cites
+                ]
+                if snapped is None and _passes(example.answer, repaired, fetched, task):
+                    snapped = example
+            answered["recorded"] += recorded is not None
+            answered["snapped"] += snapped is not None
+            if snapped is not None and snapped is not recorded:
+                outcome = _outcome(task, snapped.answer.text)  # type: ignore[union-attr]
+                changed[outcome] += 1
+                tasks_changed[outcome].add(task_id)
+        figures[f"recall {recall:g} precision {precision:g}"] = {
+            "answered": answered,
+            "changed_trials": dict(changed),
+            "changed_tasks": {k: sorted(v) for k, v in tasks_changed.items()},
+        }
+    return figures
+
+
+def report(figures: dict[str, Any]) -> str:
+    n = figures["trials_with_submissions"]
+    lines = [
+        f"snapping: quote repair replayed on {figures['journal']} ({n} trials that submitted; "
+        "injection tasks left out)"
+    ]
+    for name, found in figures.items():
+        if not isinstance(found, dict):
+            continue
+        a = found["answered"]
+        lines.append(
+            f"  {name}: answered {count_text(a['recorded'], n)} as recorded, "
+            f"{count_text(a['snapped'], n)} with snapping"
+        )
+        for outcome, count in sorted(found["changed_trials"].items()):
+            tasks = found["changed_tasks"][outcome]
+            lines.append(
+                f"    changed to {outcome}: {count} trials, {len(tasks)} tasks ({', '.join(tasks)})"
+            )
+    return "\n".join(lines)
