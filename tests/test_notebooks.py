@@ -140,6 +140,12 @@ def test_step_02_changes_one_lever_and_records_its_effect(
     assert (
         len([json.loads(line) for line in (out / "changelog.jsonl").read_text().splitlines()]) == 3
     )
+    # the executed notebook says the paired Δ itself, as the change log's last column does
+    (executed,) = (out / "notebooks").glob("02_read_more_hits*.ipynb")
+    shown = executed.read_text()
+    assert "paired Δ, tasks passing every dimension: " in shown
+    assert changelog.delta_text(changelog.read(out)[-1]) in shown
+    assert "vs 01_agent_baseline, p=" in changelog.delta_text(changelog.read(out)[-1])
 
 
 LABELS = ROOT / "experiments" / "labels"

@@ -17,7 +17,7 @@ from typing import Any
 from wikiqa.agent import DEFAULT_BUDGET
 from wikiqa.evals import RunConfig, RunOutcome, evaluate, results_dir, scratch_dir
 from wikiqa.evals.analysis.render import render_figures
-from wikiqa.evals.climb import ChangelogRow, Policy
+from wikiqa.evals.climb import ChangelogRow, Policy, delta_text
 from wikiqa.experiment.charts import plot, plot_risk_coverage
 from wikiqa.experiment.notebooks import STEP_ENV
 from wikiqa.experiment.params import ParameterError, StepParameters, parameters
@@ -187,6 +187,7 @@ def record_line(outcome: RunOutcome, row: ChangelogRow | None) -> None:
         print(f"changelog: not recorded: the same inputs as the recorded row {row.run_id}")
     else:
         print(f"changelog: {_short(out / 'CHANGELOG.md')} (+ changelog.jsonl)")
+        print(f"paired Δ, tasks passing every dimension: {delta_text(row)}")
     print(
         f"run {outcome.meta.run_id}: {outcome.trials_run} trials, {outcome.model_calls} model "
         f"calls ({outcome.cached_calls} from cache), model {outcome.meta.model}, "

@@ -2,7 +2,14 @@
 decides whether a run becomes one (`record(outcome, policy)`), for the CLI, the notebooks and
 the held-out split alike. `evaluate` is run-then-record with the held-out check first."""
 
-from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, read, render_markdown
+from wikiqa.evals.climb.changelog import (
+    ChangelogRow,
+    Delta,
+    append,
+    delta_text,
+    read,
+    render_markdown,
+)
 from wikiqa.evals.climb.record import (
     POLICIES,
     HoldoutRefused,
@@ -23,6 +30,7 @@ __all__ = [
     "Policy",
     "append",
     "check_holdout",
+    "delta_text",
     "evaluate",
     "parameters_hash",
     "read",

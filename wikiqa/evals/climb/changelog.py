@@ -92,7 +92,7 @@ def append(out: Path, row: ChangelogRow) -> None:
     render_markdown(out)
 
 
-def _delta_text(r: ChangelogRow) -> str:
+def delta_text(r: ChangelogRow) -> str:
     d = r.delta.tasks if r.delta is not None else None
     if not d:
         return f"- ({r.delta_note})" if r.delta_note else "-"
@@ -114,7 +114,7 @@ def render_markdown(out: Path) -> Path:
         cells = [count_text(*dims[d]) if d in dims else "-" for d in COLUMNS]
         tasks_text = count_text(*r.tasks_pass) if r.tasks_pass else "-"
         fields = [r.date, r.experiment, r.change or "-", r.kind, r.suite, r.model, str(r.trials)]
-        lines.append("| " + " | ".join([*fields, *cells, tasks_text, _delta_text(r)]) + " |")
+        lines.append("| " + " | ".join([*fields, *cells, tasks_text, delta_text(r)]) + " |")
     path = out / "CHANGELOG.md"
     path.write_text(scrub(HEADER + "\n".join(lines) + "\n"), encoding="utf-8")
     return path
