@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from wikiqa.agent.grounding import Fetched
 from wikiqa.bench.snapping import bench_snapping, report, snap
 from wikiqa.evals import RunConfig, journal_dir, run_eval
@@ -79,3 +81,14 @@ def test_the_replay_counts_what_the_lever_would_change(
     assert medium["changed_trials"] == {"correct": 1}
     assert medium["changed_tasks"] == {"correct": ["dune-author"]}
     assert "changed to correct: 1 trials, 1 tasks (dune-author)" in report(figures)
+
+
+def test_the_bench_says_what_it_needs_and_exits_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wikiqa.bench.main import main
+
+    assert main(["snapping"]) == 1
+    assert "snapping needs --journal" in capsys.readouterr().err
+    assert main(["snapping", "--journal", str(tmp_path)]) == 1
+    assert "no meta.json" in capsys.readouterr().err
