@@ -86,6 +86,25 @@ def test_a_wrong_number_is_unsupported_even_when_every_word_is_there() -> None:
     assert graders.faithfulness(task(), result(out))[0].verdict == "fail"
 
 
+def test_an_ordinal_elsewhere_does_not_unsay_a_sentence_that_states_the_claim() -> None:
+    everest = "Mount Everest is the highest mountain on Earth above sea level."
+    k2 = (  # every word of the claim is here too, ranked otherwise
+        "K2, at 8,611 metres above sea level, is the second-highest mountain on Earth, after "
+        "Mount Everest at 8,849 metres."
+    )
+    both = result(answer(everest, ("Mount Everest", everest)), title="Mount Everest", text=everest)
+    both.retrieved.append(Retrieved(title="K2", url="u", text=k2))
+    everest_task = task(question="What is the highest mountain on Earth?")
+    assert graders.faithfulness(everest_task, both)[0].verdict == "pass"
+    # but a claim only a ranked sentence holds is still "second highest", not "highest"
+    wrong = "K2 is the highest mountain on Earth after Mount Everest."
+    only_k2 = result(answer(wrong, ("K2", k2)), title="K2", text=k2)
+    g = graders.faithfulness(everest_task, only_k2)[0]
+    assert g.verdict == "fail" and g.detail["unsupported_claims"][0]["ranked_otherwise"] == [
+        "second highest"
+    ]
+
+
 def test_paraphrase_the_offline_tier_cannot_decide_is_needs_judge() -> None:
     out = answer(
         "Hopper, an American scientist, created FLOW-MATIC.",

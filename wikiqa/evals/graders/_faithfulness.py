@@ -137,7 +137,8 @@ def _together(
     needed: tuple[set[str], set[str]] = (set(), set()),
 ) -> tuple[float, list[str]]:
     """(the largest share of the claim's words found in one evidence sentence, superlatives
-    that sentence ranks with an ordinal the claim drops: "second-highest" is not "highest").
+    that sentence ranks with an ordinal the claim drops: "second-highest" is not "highest";
+    none when another sentence as good states the claim without one).
     A sentence counts its article's title too: a lead's "She" is the woman it is about. Only a
     sentence that holds every name and number the claim adds counts: "79" from gold's lead
     does not make "mercury's atomic number is 79" true."""
@@ -147,6 +148,7 @@ def _together(
     claimed = words(claim)
     best: float = 0.0
     ranked: list[str] = []
+    plain = False  # a best sentence that ranks nothing otherwise: the claim stands on it
     for title, sentence in evidence:
         said = words(sentence)
         about = {_term(w) for w in said} | {_term(w) for w in words(title)}
@@ -160,8 +162,12 @@ def _together(
             if i and said[i - 1] in _ORDINALS and w in claimed
             and w.endswith("est") and f"{said[i - 1]} {w}" not in " ".join(claimed)
         ]  # fmt: skip
-        best, ranked = (share, dropped) if share > best else (best, ranked + dropped)
-    return best, ranked if best == 1.0 else []
+        if share > best:
+            best, ranked, plain = share, dropped, not dropped
+        else:
+            ranked, plain = ranked + dropped, plain or not dropped
+    # "second highest" in K2's lead does not unsay Everest's "the highest mountain on Earth"
+    return best, ranked if best == 1.0 and not plain else []
 
 
 BARE_WORDS = 6
