@@ -222,6 +222,34 @@ def test_an_alias_stated_is_correct_and_with_no_key_points_complete() -> None:
     assert complete.verdict == "pass"
 
 
+@pytest.mark.parametrize(
+    ("question", "answers", "text", "verdict"),
+    [  # Qwen hedges by listing candidates: the gold one among others is no longer a pass
+        ("Who discovered penicillin?", ["Alexander Fleming", "Fleming"],
+         "Alexander Fleming, Hans Christian Ørsted, and Otto Hahn discovered penicillin.",
+         "needs_judge"),
+        ("Who wrote the novel Dune?", ["Frank Herbert", "Herbert"],
+         "Frank Herbert, William Shakespeare, Vladimir Mayakovsky", "needs_judge"),
+        # one name, or a list that is not of candidates, is still decided
+        ("Who discovered penicillin?", ["Alexander Fleming", "Fleming"],
+         "Alexander Fleming discovered penicillin in 1928.", "pass"),
+        ("Who developed FLOW-MATIC?", ["Grace Hopper", "Hopper"],
+         "Grace Hopper developed FLOW-MATIC and COBOL.", "pass"),
+    ],
+)  # fmt: skip
+def test_a_gold_name_listed_among_other_candidates_is_left_to_the_judge(
+    question: str, answers: list[str], text: str, verdict: str
+) -> None:
+    t = task(question=question, answers=answers, asserts=[])
+    correct, _ = graders.correctness(t, result(answer(text)))
+    assert correct.verdict == verdict
+    if verdict == "needs_judge":
+        assert (
+            correct.detail["reason"]
+            == "states an alias as one of several names: a hedge may be wrong"
+        )
+
+
 # The offline tier used to pass any answer no negative assert anticipated (issue 12's audit of
 # the committed dev run): these are its examples, and each is undecided or incorrect now.
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ reported `needs_judge`, never a default pass.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -125,7 +126,28 @@ def _doubt(task: Task, text: str) -> str | None:
     points = _key_points(task)
     if len(points) > 1 and not all(asserts.check(s, text)[0] for s in points):
         return "states an alias, but not every key point: the other parts may be wrong"
+    if entity and _hedged(task, text):
+        return "states an alias as one of several names: a hedge may be wrong"
     return None
+
+
+_LIST_SEPARATOR = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+
+
+def _hedged(task: Task, text: str) -> bool:
+    """The answer lists names and the gold one is only one of them ("Alexander Fleming, Hans
+    Christian Ørsted, and Otto Hahn discovered penicillin"): SimpleQA counts a hedge among
+    candidates as incorrect, but a list can also be the answer ("Watson and Crick"), so it is
+    left to the judge. Only the first sentence's list is read: that is where a model answers."""
+    first = (sentences(text) or [text])[0]
+    items = [item.strip(" .;:") for item in _LIST_SEPARATOR.split(first)]
+    named = [
+        item for item in items
+        if item and len(item.split()) <= 4 and all(w[:1].isupper() for w in item.split())
+    ]  # fmt: skip
+    asked = task.question.casefold()
+    others = [n for n in named if not stated(n, task.answers) and n.casefold() not in asked]
+    return any(stated(n, task.answers) for n in named) and bool(others)
 
 
 _NEGATION = frozenset(
