@@ -1,4 +1,5 @@
-"""`wikiqa eval` and `wikiqa check`: run the eval suite, and gate a run against the baseline.
+"""`wikiqa eval`, `wikiqa check` and `wikiqa regrade`: run the eval suite, gate a run against the
+baseline, and grade a journaled run's answers again with today's graders.
 
 Both share the run options (suite, trials, model, judge, ...) that build a `RunConfig`; the
 evals package is imported inside the handlers so the other commands start without it.
@@ -226,6 +227,27 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def cmd_regrade(args: argparse.Namespace) -> int:
+    from wikiqa.evals import record, render, results_dir
+    from wikiqa.evals.climb import delta_text
+    from wikiqa.evals.running.regrade import RegradeError, regrade
+
+    out = args.out or results_dir()
+    try:
+        outcome = regrade(args.run, out, args.change)
+    except (RegradeError, OSError) as err:
+        raise CliError(str(err)) from err
+    print(render(outcome.summary))
+    print()
+    print(f"run {outcome.meta.run_id}: {args.run}'s answers, regraded (0 model calls)")
+    print(f"parquet: {outcome.parquet}")
+    if args.record:
+        row = record(outcome, "record")
+        if row is not None:
+            print(f"change log: kind grader, paired Δ {delta_text(row)}")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     evaluate = sub.add_parser("eval", help="run the eval suite and print the table")
     _add_run_options(evaluate)
@@ -244,3 +266,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--write-baseline", action="store_true", help="refresh the baseline from this run"
     )
     check.set_defaults(func=cmd_check)
+
+    again = sub.add_parser(
+        "regrade",
+        help="grade a journaled run's answers again with today's graders (no model call)",
+        description="A new run holding RUN_ID's journaled results with fresh grades, kind "
+        "grader; with --record its change-log row is paired with the original's, so the Δ is "
+        "the graders' alone. The run must be complete and graded without a judge.",
+    )
+    again.add_argument("run", metavar="RUN_ID", help="a run with a journal (results/journals/)")
+    again.add_argument("--change", required=True, help="what changed in the graders")
+    again.add_argument("--out", type=Path, help="results directory (default: results/)")
+    again.add_argument("--record", action="store_true", help="append it to the change log")
+    again.set_defaults(func=cmd_regrade)

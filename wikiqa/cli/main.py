@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     # The order here is the order `wikiqa --help` lists the commands in.
     register_wiki(sub)  # search, article
     register_ask(sub)  # ask, serve
-    register_evals(sub)  # eval, check
+    register_evals(sub)  # eval, check, regrade
     register_suite(sub)  # suite import, suite build
     register_validate(sub)  # validate
     register_compare(sub)  # compare, power

@@ -1,0 +1,102 @@
+"""`wikiqa regrade`: a journaled run's answers graded again, no model call, paired in the log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from tests.evals.running.test_harness import TASKS, config
+from wikiqa.cli.main import main
+from wikiqa.evals import journal_dir, run_eval
+from wikiqa.evals.climb import changelog, record
+from wikiqa.evals.graders import Graded
+from wikiqa.evals.running import regrade as regrading
+from wikiqa.evals.running.regrade import RegradeError, regrade
+from wikiqa.models import ExtractiveModel
+from wikiqa.sources import SnapshotSource
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, tiny: SnapshotSource) -> tuple[str, Path]:
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("\n".join(json.dumps(t) for t in TASKS[:3]) + "\n")
+    outcome = run_eval(
+        config(suite, tmp_path, experiment="01_agent_baseline"),
+        model=ExtractiveModel(),
+        source=tiny,
+        progress=False,
+    )
+    assert record(outcome, "record") is not None
+    return outcome.meta.run_id, tmp_path / "results"
+
+
+def test_a_regraded_run_keeps_every_answer_and_is_paired_with_the_original(
+    recorded: tuple[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id, out = recorded
+    code = main(["regrade", run_id, "--out", str(out), "--change", "same graders", "--record"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "regraded (0 model calls)" in printed
+    rows = changelog.read(out)
+    assert [r.kind for r in rows] == ["adhoc", "grader"]
+    old, new = rows
+    assert new.experiment == old.experiment and new.change == "same graders"
+    assert new.dimensions == old.dimensions and new.tasks_pass == old.tasks_pass
+    assert new.delta is not None and new.delta.vs == old.run_id and new.delta.tasks["diff"] == 0
+    assert "change log: kind grader, paired Δ +0.000" in printed
+    before = pd.read_parquet(out / old.parquet)
+    after = pd.read_parquet(out / new.parquet)
+    keys = ["task_id", "trial", "dimension"]
+    joined = before.merge(after, on=keys, suffixes=("_old", "_new"))
+    assert len(joined) == len(before) == len(after)
+    assert (joined.answer_old.fillna("") == joined.answer_new.fillna("")).all()
+    assert (joined.verdict_old == joined.verdict_new).all()
+    meta = json.loads((journal_dir(out, new.run_id) / "meta.json").read_text())
+    assert meta["config"]["kind"] == "grader" and meta["model"] == "extractive"
+
+
+def test_regrading_uses_the_graders_of_this_checkout(
+    recorded: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id, out = recorded
+    from wikiqa.evals.graders import grade as real
+
+    def stricter(task: Any, result: Any, judge: Any = None) -> Graded:
+        graded = real(task, result, judge)
+        for g in graded.grades:
+            if g.dimension == "faithfulness" and g.verdict == "pass":
+                g.verdict = "fail"
+        return graded
+
+    monkeypatch.setattr(regrading, "grade", stricter)
+    outcome = regrade(run_id, out, "stricter faithfulness")
+    faithful = outcome.frame[outcome.frame.dimension == "faithfulness"]
+    assert len(faithful) > 0 and not (faithful.verdict == "pass").any()
+
+
+def test_an_incomplete_or_judged_or_unknown_run_is_refused_and_nothing_is_written(
+    recorded: tuple[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id, out = recorded
+    journal = journal_dir(out, run_id) / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    journal.write_text("\n".join(lines[:-1]) + "\n")
+    runs_before = sorted((out / "runs").iterdir())
+    with pytest.raises(RegradeError, match="1 of 6 trials are missing"):
+        regrade(run_id, out, "x")
+    journal.write_text("\n".join(lines) + "\n")
+    meta = journal_dir(out, run_id) / "meta.json"
+    saved = meta.read_text()
+    meta.write_text(saved.replace('"judge": null', '"judge": "anthropic:claude"'))
+    with pytest.raises(RegradeError, match="regrading would call it"):
+        regrade(run_id, out, "x")
+    meta.write_text(saved)
+    assert main(["regrade", "no-such-run", "--out", str(out), "--change", "x"]) == 1
+    assert "no journal" in capsys.readouterr().err
+    assert sorted((out / "runs").iterdir()) == runs_before
+    assert len(changelog.read(out)) == 1
