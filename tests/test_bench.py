@@ -51,7 +51,10 @@ def test_the_command_line_lists_every_benchmark() -> None:
     run = subprocess.run(
         [sys.executable, "-m", "wikiqa.bench", "--help"], check=True, capture_output=True, text=True
     )
-    assert "{sources,ask,eval,public,reading,injection,load,local,cassette,scale,snapping}" in run.stdout
+    assert (
+        "{sources,ask,eval,public,reading,injection,load,local,cassette,scale,snapping}"
+        in run.stdout
+    )
 
 
 def test_injection_bench_prints_the_documented_json(tmp_path: Path) -> None:

@@ -242,7 +242,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     print(f"run {outcome.meta.run_id}: {args.run}'s answers, regraded (0 model calls)")
     print(f"parquet: {outcome.parquet}")
     if args.record:
-        row = record(outcome, "record")
+        row = record(outcome, "record", against=args.run)
         if row is not None:
             print(f"change log: kind grader, paired Δ {delta_text(row)}")
     return 0

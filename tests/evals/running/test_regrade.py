@@ -35,16 +35,25 @@ def recorded(tmp_path: Path, tiny: SnapshotSource) -> tuple[str, Path]:
 
 
 def test_a_regraded_run_keeps_every_answer_and_is_paired_with_the_original(
-    recorded: tuple[str, Path], capsys: pytest.CaptureFixture[str]
+    recorded: tuple[str, Path], tiny: SnapshotSource, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_id, out = recorded
+    # a later step of the same suite: the regraded run is still paired with its original
+    suite = out.parent / "suite.jsonl"
+    later = run_eval(
+        config(suite, out.parent, experiment="02_later", change="later"),
+        model=ExtractiveModel(hits_read=5),
+        source=tiny,
+        progress=False,
+    )
+    assert record(later, "record") is not None
     code = main(["regrade", run_id, "--out", str(out), "--change", "same graders", "--record"])
     assert code == 0
     printed = capsys.readouterr().out
     assert "regraded (0 model calls)" in printed
     rows = changelog.read(out)
-    assert [r.kind for r in rows] == ["adhoc", "grader"]
-    old, new = rows
+    assert [r.kind for r in rows] == ["adhoc", "adhoc", "grader"]
+    old, _, new = rows
     assert new.experiment == old.experiment and new.change == "same graders"
     assert new.dimensions == old.dimensions and new.tasks_pass == old.tasks_pass
     assert new.delta is not None and new.delta.vs == old.run_id and new.delta.tasks["diff"] == 0
@@ -100,3 +109,4 @@ def test_an_incomplete_or_judged_or_unknown_run_is_refused_and_nothing_is_writte
     assert "no journal" in capsys.readouterr().err
     assert sorted((out / "runs").iterdir()) == runs_before
     assert len(changelog.read(out)) == 1
+    assert main(["regrade", run_id, "--out", str(out), "--change", "x"]) == 0  # restored: fine

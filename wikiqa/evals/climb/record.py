@@ -63,10 +63,13 @@ def check_holdout(config: RunConfig) -> None:
         )
 
 
-def record(outcome: RunOutcome, policy: Policy = "explore") -> ChangelogRow | None:
+def record(
+    outcome: RunOutcome, policy: Policy = "explore", against: str | None = None
+) -> ChangelogRow | None:
     """The run's change-log row by `policy` (None when it is not recorded). A run whose every
     trial was an infrastructure error measured nothing and is refused; a rerun with the same
-    inputs as a recorded row adds none and returns that row."""
+    inputs as a recorded row adds none and returns that row. `against` pairs the Δ with that
+    run's row rather than the suite's last (a regraded run with its original)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown record policy {policy!r}: one of {', '.join(POLICIES)}")
     if policy == "explore" and not outcome.meta.config.holdout:
@@ -83,7 +86,7 @@ def record(outcome: RunOutcome, policy: Policy = "explore") -> ChangelogRow | No
     twin = next((r for r in earlier if _same_inputs(r, entry)), None)
     if twin is not None:
         return twin  # the same step rerun on the same code and suite: nothing new to record
-    entry.delta, entry.delta_note = delta(entry, earlier, out, outcome.frame)
+    entry.delta, entry.delta_note = delta(entry, earlier, out, outcome.frame, against)
     append(out, entry)
     return entry
 
@@ -128,7 +131,11 @@ def _relative(path: Path, out: Path) -> str:
 
 
 def delta(
-    entry: ChangelogRow, earlier: list[ChangelogRow], out: Path, frame: pd.DataFrame
+    entry: ChangelogRow,
+    earlier: list[ChangelogRow],
+    out: Path,
+    frame: pd.DataFrame,
+    against: str | None = None,
 ) -> tuple[Delta | None, str | None]:
     """Tasks passing everything, against the last earlier row of the same suite (same hash):
     the paired difference with its 95% interval and McNemar's p, so a step that only moved
@@ -138,6 +145,11 @@ def delta(
     same_name = [r for r in earlier if r.suite == entry.suite]
     previous = next((r for r in reversed(same_name) if r.suite_hash == entry.suite_hash), None)
     last = same_name[-1] if same_name else None
+    if against is not None:
+        previous = next((r for r in earlier if r.run_id == against), None)
+        if previous is None:
+            return None, f"{against}, the run it is paired with, has no change-log row"
+        last = previous
     if previous is None:
         if last is None:
             return None, f"the first row of suite {entry.suite}"

@@ -24,7 +24,7 @@ from wikiqa.evals.paths import ROOT, git_sha
 from wikiqa.evals.running.frame import to_frame, write_parquet
 from wikiqa.evals.running.journal import Journal, journal_dir
 from wikiqa.evals.running.records import RunMeta, TrialRecord
-from wikiqa.evals.running.runner import RunOutcome
+from wikiqa.evals.running.runner import RunOutcome, slug
 from wikiqa.evals.tasks.task import bytes_hash, parse_tasks, read_suite
 from wikiqa.secrets import scrub
 
@@ -68,7 +68,7 @@ def regrade(run_id: str, out: Path, change: str) -> RunOutcome:
     experiment = meta.config.experiment
     new = meta.model_copy(
         update={
-            "run_id": f"{now:%Y%m%dT%H%M%SZ}-{experiment[:31]}-regraded-{uuid.uuid4().hex[:6]}",
+            "run_id": f"{now:%Y%m%dT%H%M%SZ}-{slug(experiment)[:31]}-regraded-{uuid.uuid4().hex[:6]}",
             "created_at": now.isoformat(timespec="seconds"),
             "git_sha": git_sha(),
             "wikiqa_version": version("wikiqa"),

@@ -214,7 +214,7 @@ class Runner:
         else:
             now = datetime.now(UTC)
             meta = RunMeta(
-                run_id=f"{now:%Y%m%dT%H%M%SZ}-{_slug(config.experiment)}-{uuid.uuid4().hex[:6]}",
+                run_id=f"{now:%Y%m%dT%H%M%SZ}-{slug(config.experiment)}-{uuid.uuid4().hex[:6]}",
                 created_at=now.isoformat(timespec="seconds"),
                 git_sha=git_sha(),
                 wikiqa_version=version("wikiqa"),
@@ -283,7 +283,8 @@ class Runner:
         )
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
+    """A run id's name part: the experiment in lower case, other characters as dashes."""
     return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")[:40] or "run"
 
 
