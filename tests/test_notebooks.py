@@ -123,7 +123,7 @@ def test_step_01_records_the_agent_baseline(steps: dict[str, dict[str, object]])
     dims = row["dimensions"]
     assert isinstance(dims, dict)
     assert dims["faithfulness"][0] >= 30 and dims["injection"] == [3, 3]
-    assert row["tasks_pass"] == [13, 41]
+    assert row["tasks_pass"] == [15, 41]  # 13 before K2's "second-highest" stopped failing Everest
 
 
 def test_step_02_changes_one_lever_and_records_its_effect(
@@ -153,7 +153,9 @@ LABELS = ROOT / "experiments" / "labels"
 # seen before one more change); the set labelled at the final freeze, never seen before it.
 TUNED = ["grader_labels", "smollm2_labels", "hard_negatives", "extractive_public"]
 HELD_OUT = ["heldout_extractive", "heldout2_extractive"]
-QWEN = ["qwen_dev_labels"]  # a real model's output; faithfulness's refusal rule written on it
+# a real model's output: faithfulness's refusal rule was written on the first file, its ordinal
+# rule and correctness's hedge rule on the second (so neither is held out any more)
+QWEN = ["qwen_dev_labels", "qwen_fresh_labels"]
 
 
 def validated(names: list[str], snapshot: SnapshotSource) -> dict[str, object]:
@@ -182,12 +184,12 @@ def test_held_out_grader_validation_is_the_reported_figure(snapshot: SnapshotSou
     first, second = (validated([name], snapshot) for name in HELD_OUT)
     assert first["dimensions"] == {
         "faithfulness": {"labelled": 52, "agree": 52, "needs_judge": 0},
-        "correctness": {"labelled": 44, "agree": 25, "needs_judge": 17},
-        "completeness": {"labelled": 44, "agree": 25, "needs_judge": 17},
+        "correctness": {"labelled": 44, "agree": 25, "needs_judge": 18},
+        "completeness": {"labelled": 44, "agree": 25, "needs_judge": 18},
         "attribution": {"labelled": 44, "agree": 44, "needs_judge": 0},
         "calibration": {"labelled": 52, "agree": 52, "needs_judge": 0},
     }
-    assert first["correctness_false_passes"] == 2
+    assert first["correctness_false_passes"] == 1  # the hedge rule (written on Qwen's) caught one
     assert second["dimensions"] == {
         "faithfulness": {"labelled": 50, "agree": 50, "needs_judge": 0},
         "correctness": {"labelled": 42, "agree": 21, "needs_judge": 20},
@@ -201,15 +203,15 @@ def test_held_out_grader_validation_is_the_reported_figure(snapshot: SnapshotSou
 def test_qwen_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
     """Qwen's dev proposals, labelled blind (experiments/README.md reports these)."""
     qwen = validated(QWEN, snapshot)
-    assert qwen["examples"] == 83
+    assert qwen["examples"] == 118
     assert qwen["dimensions"] == {
-        "faithfulness": {"labelled": 83, "agree": 72, "needs_judge": 6},
-        "correctness": {"labelled": 68, "agree": 53, "needs_judge": 12},
-        "completeness": {"labelled": 68, "agree": 61, "needs_judge": 7},
-        "attribution": {"labelled": 56, "agree": 55, "needs_judge": 0},
-        "calibration": {"labelled": 58, "agree": 56, "needs_judge": 0},
+        "faithfulness": {"labelled": 118, "agree": 100, "needs_judge": 10},
+        "correctness": {"labelled": 97, "agree": 77, "needs_judge": 20},
+        "completeness": {"labelled": 97, "agree": 85, "needs_judge": 12},
+        "attribution": {"labelled": 79, "agree": 78, "needs_judge": 0},
+        "calibration": {"labelled": 83, "agree": 81, "needs_judge": 0},
     }
-    assert qwen["correctness_false_passes"] == 3
+    assert qwen["correctness_false_passes"] == 0
 
 
 def test_every_label_file_is_valid_and_every_example_has_a_reason() -> None:

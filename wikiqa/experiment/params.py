@@ -62,6 +62,11 @@ class StepParameters(BaseModel):
         None, ge=16, le=32768, description="None: the default | output tokens per model call"
     )
     TIMEOUT: float | None = Field(None, gt=0, description="None: the default | seconds per call")
+    VS: str | None = Field(
+        None,
+        description="None: the Δ against the suite's last row | a step's name: against that "
+        "step's latest row of the suite (the step this one changes)",
+    )
     RESUME: str | None = Field(
         None, description="None: a new run | the run id of an interrupted run to finish"
     )

@@ -45,7 +45,9 @@ def step(namespace: Mapping[str, Any], **levers: object) -> RunOutcome:
     with _model_settings(p), _served(model, p.EXECUTOR) as spec:
         config = _config(p, name or "unnamed-step", spec, out)
         policy: Policy = "record" if p.RECORD else "explore"
-        outcome, row = evaluate(config, policy, p.RESUME, progress=False, notify=_tell)
+        outcome, row = evaluate(
+            config, policy, p.RESUME, against=p.VS, progress=False, notify=_tell
+        )
     show(outcome, row, name or "unnamed-step")
     return outcome
 

@@ -294,6 +294,30 @@ def test_each_recorded_run_carries_its_paired_delta_against_the_previous_one(
     assert "Δ tasks vs previous" in (cfg.out / "CHANGELOG.md").read_text()
 
 
+def test_a_step_names_the_step_its_delta_is_paired_with(
+    suite: Path, tmp_path: Path, tiny: SnapshotSource
+) -> None:
+    from wikiqa.evals.climb import record
+
+    cfg = config(suite, tmp_path, trials=1)
+    base = run_eval(cfg.model_copy(update={"experiment": "09_base"}), source=tiny, progress=False)
+    assert record(base, "record") is not None
+    other = cfg.model_copy(update={"experiment": "10_other", "read_first": 1})
+    between = record(run_eval(other, source=tiny, progress=False), "record")
+    assert (
+        between is not None and between.delta is not None and between.delta.vs == base.meta.run_id
+    )
+    lever = cfg.model_copy(update={"experiment": "11_lever", "read_first": 2})
+    row = record(run_eval(lever, source=tiny, progress=False), "record", against="09_base")
+    assert row is not None and row.delta is not None
+    assert row.delta.vs == base.meta.run_id  # not 10_other, the suite's last row
+    assert row.delta.vs_experiment == "09_base" and row.delta_note is None
+    nowhere = cfg.model_copy(update={"experiment": "12_lever", "read_first": 3})
+    orphan = record(run_eval(nowhere, source=tiny, progress=False), "record", against="08_gone")
+    assert orphan is not None and orphan.delta is None
+    assert orphan.delta_note == "08_gone has no change-log row of this suite version to pair with"
+
+
 def test_a_holdout_run_is_named_for_its_suite() -> None:
     assert RunConfig(suite="public", holdout=True).suite_name == "public_holdout"
     assert RunConfig(holdout=True).suite_name == "holdout"

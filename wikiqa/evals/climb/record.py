@@ -40,14 +40,19 @@ class InfrastructureFailure(RuntimeError):
 
 
 def evaluate(
-    config: RunConfig, policy: Policy = "explore", resume: str | None = None, **runner: Any
+    config: RunConfig,
+    policy: Policy = "explore",
+    resume: str | None = None,
+    against: str | None = None,
+    **runner: Any,
 ) -> tuple[RunOutcome, ChangelogRow | None]:
     """Run the suite and record it by `policy`: the held-out check first (before any trial
-    runs), then the run, then the row. `runner` goes to the runner (model, source, progress...)."""
+    runs), then the run, then the row (its Δ paired with `against`, see `record`). `runner`
+    goes to the runner (model, source, progress...)."""
     if config.holdout and not resume:
         check_holdout(config)
     outcome = run_eval(config, resume, **runner)
-    return outcome, record(outcome, policy)
+    return outcome, record(outcome, policy, against)
 
 
 def check_holdout(config: RunConfig) -> None:
@@ -69,7 +74,8 @@ def record(
     """The run's change-log row by `policy` (None when it is not recorded). A run whose every
     trial was an infrastructure error measured nothing and is refused; a rerun with the same
     inputs as a recorded row adds none and returns that row. `against` pairs the Δ with that
-    run's row rather than the suite's last (a regraded run with its original)."""
+    run's row (a regraded run with its original), or with that step's latest row of the suite
+    (a lever with the step it changes), rather than with the suite's last row."""
     if policy not in POLICIES:
         raise ValueError(f"unknown record policy {policy!r}: one of {', '.join(POLICIES)}")
     if policy == "explore" and not outcome.meta.config.holdout:
@@ -146,9 +152,15 @@ def delta(
     previous = next((r for r in reversed(same_name) if r.suite_hash == entry.suite_hash), None)
     last = same_name[-1] if same_name else None
     if against is not None:
-        previous = next((r for r in earlier if r.run_id == against), None)
+        previous = next((r for r in earlier if r.run_id == against), None) or next(
+            (
+                r for r in reversed(same_name)
+                if r.experiment == against and r.suite_hash == entry.suite_hash
+            ),
+            None,
+        )  # fmt: skip
         if previous is None:
-            return None, f"{against}, the run it is paired with, has no change-log row"
+            return None, f"{against} has no change-log row of this suite version to pair with"
         last = previous
     if previous is None:
         if last is None:
