@@ -156,6 +156,7 @@ HELD_OUT = ["heldout_extractive", "heldout2_extractive"]
 # a real model's output: faithfulness's refusal rule was written on the first file, its ordinal
 # rule and correctness's hedge rule on the second (so neither is held out any more)
 QWEN = ["qwen_dev_labels", "qwen_fresh_labels"]
+QWEN_HELD_OUT = ["qwen_public_labels"]  # Qwen on the public slice, labelled after both rules
 
 
 def validated(names: list[str], snapshot: SnapshotSource) -> dict[str, object]:
@@ -214,9 +215,24 @@ def test_qwen_grader_validation_is_the_reported_figure(snapshot: SnapshotSource)
     assert qwen["correctness_false_passes"] == 0
 
 
+def test_qwen_held_out_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
+    """Qwen's public-slice proposals, labelled blind by two labellers who never read the graders,
+    after the last grader change: never tuned on (README and experiments/README.md)."""
+    held = validated(QWEN_HELD_OUT, snapshot)
+    assert held["examples"] == 100
+    assert held["dimensions"] == {
+        "faithfulness": {"labelled": 100, "agree": 78, "needs_judge": 15},
+        "correctness": {"labelled": 77, "agree": 56, "needs_judge": 20},
+        "completeness": {"labelled": 69, "agree": 53, "needs_judge": 16},
+        "attribution": {"labelled": 69, "agree": 69, "needs_judge": 0},
+        "calibration": {"labelled": 80, "agree": 80, "needs_judge": 0},
+    }
+    assert held["correctness_false_passes"] == 1
+
+
 def test_every_label_file_is_valid_and_every_example_has_a_reason() -> None:
     files = sorted(LABELS.glob("*.jsonl"))
-    assert {f.stem for f in files} == set(TUNED + HELD_OUT + QWEN)
+    assert {f.stem for f in files} == set(TUNED + HELD_OUT + QWEN + QWEN_HELD_OUT)
     examples = [e for f in files for e in load_labels(f)]
     assert len(examples) >= 350
     assert all(e.note.strip() for e in examples)  # every label says why
