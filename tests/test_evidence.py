@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -237,6 +238,17 @@ def test_confidence_check_scores_labelled_answers_against_the_human_call(tmp_pat
     with redirect_stdout(out):
         assert main(["confidence", "check", str(labels), "--suite", str(suite)]) == 0
     assert "AUROC 1.000" in out.getvalue() and "2 labelled answers" in out.getvalue()
+    # a review threshold: chosen on these labels' curve, or given and checked on them
+    out = StringIO()
+    with redirect_stdout(out):
+        base = ["confidence", "check", str(labels), "--suite", str(suite)]
+        assert main([*base, "--risk", "0.25", "--review-below", "0.999"]) == 0
+    printed = out.getvalue()
+    # the right answer outranks the wrong one, so the cut for risk <= 0.25 keeps it alone
+    assert re.search(r"chosen here for risk <= 0\.25 \d\.\d{3}: answers kept \(not sent to "
+                     r"review\) 1/2 \[[\d., ]+\], wrong among them 0/1 ", printed)  # fmt: skip
+    assert "given review threshold 0.999: answers kept (not sent to review) 0/2" in printed
+    assert main([*base, "--risk", "1.5"]) == 2
     bad = tmp_path / "bad.jsonl"
     bad.write_text(example("c", "nope", "Perth", "Perth is a city.", "fail") + "\n")
     assert main(["confidence", "check", str(bad), "--suite", str(suite)]) != 0

@@ -77,10 +77,11 @@ def _auroc_text(fold: Fold) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from wikiqa.evals.analysis.stats import interval_text
+    from wikiqa.evals.analysis.stats import count_text, interval_text
     from wikiqa.evals.labels.confidence_fit import FitError, on_labels
     from wikiqa.inputs import MiB, read_text_bounded
     from wikiqa.models.evidence import Weights
+    from wikiqa.models.evidence import weights as evidence_weights
 
     tasks, examples = labelled(args.labels, label_suites(args))
     try:
@@ -103,6 +104,24 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"{result.points} labelled answers, "
         f"{interval_text(result.correct, result.points)} labelled correct"
     )
+    shipped = (fitted or evidence_weights()).review_below
+    cuts = [("shipped review threshold", shipped)]
+    if args.review_below is not None:
+        cuts.append(("given review threshold", args.review_below))
+    if args.risk is not None:
+        if not 0.0 < args.risk < 1.0:
+            raise CliError(f"--risk must be in (0, 1), got {args.risk}", EXIT_USAGE)
+        ok = [p.threshold for p in result.curve if p.risk <= args.risk]
+        cuts.append((f"threshold chosen here for risk <= {args.risk:.2f}", min(ok, default=1.0)))
+    for name, threshold in cuts:
+        # the curve's point for the answers at or above the threshold (none kept above the top)
+        kept = min((p for p in result.curve if p.threshold >= threshold), default=None,
+                   key=lambda p: p.threshold)  # fmt: skip
+        n, wrong = (kept.answered, round(kept.risk * kept.answered)) if kept else (0, 0)
+        print(
+            f"{name} {threshold:.3f}: answers kept (not sent to review) "
+            f"{count_text(n, result.points)}, wrong among them {count_text(wrong, n)}"
+        )
     return 0
 
 
@@ -138,4 +157,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_label_suites(c)
     c.add_argument("--weights", type=Path, metavar="PATH", help="score with these weights (a "
                    "file `confidence fit --save` wrote) instead of the shipped ones")  # fmt: skip
+    c.add_argument("--risk", type=float, metavar="R", help="also choose the review threshold on "
+                   "these labels' risk-coverage curve: the lowest confidence whose kept answers "
+                   "are wrong at most R of the time")  # fmt: skip
+    c.add_argument("--review-below", type=float, metavar="T", help="also say what threshold T "
+                   "keeps and how often the kept answers are wrong (a threshold chosen on other "
+                   "labels, checked on these)")  # fmt: skip
     c.set_defaults(func=cmd_check)
