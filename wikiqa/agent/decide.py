@@ -13,7 +13,7 @@ from wikiqa.agent.grounding import citation_problems
 from wikiqa.agent.guard import violations
 from wikiqa.agent.result import Answer, Citation, Output, Refusal
 from wikiqa.agent.state import RunState
-from wikiqa.agent.support import off_topic, plain_refusal, uncovered, unsupported
+from wikiqa.agent.support import off_topic, plain_refusal, uncovered, unquoted, unsupported
 from wikiqa.models import (
     REFUSE,
     SEARCH,
@@ -53,7 +53,9 @@ def decide(state: RunState, call: ToolCall) -> Answer | Refusal | ToolResult:
         problems, guard_problems = [f"malformed submission: {submit}"], []
     else:
         problems = citation_problems(submit.citations, state.fetched)
-        problems += support_problems(submit, state.question) if not problems else []
+        problems += (
+            support_problems(submit, state.question, state.strict_support) if not problems else []
+        )
         quoted = "\n".join([submit.answer, *(c.quote for c in submit.citations)])
         guard_problems = violations(quoted, state.findings)
     if not problems and not guard_problems and isinstance(submit, SubmitArgs):
@@ -85,8 +87,10 @@ NOT_SUPPORTED = "The fetched Wikipedia text does not support an answer."
 MAX_UNCOVERED = 0.5  # 2 of 248 faithful hand-labelled answers exceed it (README)
 
 
-def support_problems(submit: SubmitArgs, question: str) -> list[str]:
-    """What the verified quotes do not back (`wikiqa.agent.support`), each named for repair."""
+def support_problems(submit: SubmitArgs, question: str, strict: bool = False) -> list[str]:
+    """What the verified quotes do not back (`wikiqa.agent.support`), each named for repair.
+    `strict` (the `strict_support` lever) also asks that most of the answer's own words, those
+    not taken from the question, be in its quotes."""
     quotes = [c.quote for c in submit.citations]
     problems = []
     titles = [c.title for c in submit.citations]
@@ -100,6 +104,11 @@ def support_problems(submit: SubmitArgs, question: str) -> list[str]:
         problems.append(
             "most of the answer's words are in no quote: answer in the words of the passages "
             "you quote"
+        )
+    if strict and unquoted(submit.answer, quotes, question, titles) > MAX_UNCOVERED:
+        problems.append(
+            "most of what the answer adds to the question is in no quote: answer with what the "
+            "quoted passages say, or call refuse"
         )
     if quotes and off_topic(quotes, question):
         problems.append(

@@ -101,6 +101,7 @@ class Agent:
         retrieval: bool = True,
         read_first: int = 0,
         spotlight: bool = False,
+        strict_support: bool = False,
         on_event: Callable[[TraceEvent], None] | None = None,
     ) -> None:
         if budget < 1:
@@ -115,6 +116,7 @@ class Agent:
         self.retrieval = retrieval
         self.read_first = read_first
         self.spotlight = spotlight  # datamark retrieved text (see `prompts.SPOTLIGHT_NOTE`)
+        self.strict_support = strict_support  # the answer's own words must be in its quotes
         self.on_event = on_event
 
     def ask(self, question: str) -> AgentResult:
@@ -132,6 +134,7 @@ class _Run:
             search_limit=agent.search_limit,
             depth=agent.depth,
             spotlight=agent.spotlight,
+            strict_support=agent.strict_support,
             on_event=agent.on_event,
         )
 

@@ -27,6 +27,9 @@ class RunState:
     search_limit: int
     depth: Depth
     spotlight: bool = False
+    strict_support: bool = (
+        False  # the answer's own words must be quoted (`decide.support_problems`)
+    )
     on_event: Callable[[TraceEvent], None] | None = None
     messages: list[Message] = field(default_factory=list)
     fetched: Fetched = field(default_factory=Fetched)

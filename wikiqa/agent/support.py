@@ -102,6 +102,25 @@ def uncovered(
     return len(missing) / len(said)
 
 
+def unquoted(
+    answer: str, quotes: list[str], question: str, titles: list[str] | None = None
+) -> float:
+    """The share of the answer's own content words (those the question does not hold) that no
+    quote or cited title contains: `uncovered` counts the question's words as covered, so an
+    answer built of the question's words ("Love comes from personal choice and can be decided
+    upon", for "Can we decide to love?") passes it whatever it quotes. 0 when the answer has no
+    word of its own."""
+    have = {stem(w) for text in [*quotes, *(titles or [])] for w in words(text)}
+    asked = {stem(w) for w in words(question)}
+    said = [stem(w) for w in content_words(answer) if w not in _OPENERS]
+    own = [w for w in said if w not in asked]
+    if not own:
+        return 0.0
+    long = {h[:5] for h in have if len(h) >= 5}
+    missing = [w for w in own if w not in have and not (len(w) >= 5 and w[:5] in long)]
+    return len(missing) / len(own)
+
+
 def _stems(text: str) -> set[str]:
     return {stem(w) for w in words(text) if w not in STOPWORDS} - GENERIC
 

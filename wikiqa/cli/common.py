@@ -35,6 +35,10 @@ SPOTLIGHT_HELP = (
     "datamark retrieved text for the model (spotlighting: every space becomes ˆ); off by "
     "default, recorded in the prompt hash"
 )
+STRICT_SUPPORT_HELP = (
+    "reject a submission most of whose own words (those not in the question) no quote contains; "
+    "off by default (a lever)"
+)
 
 
 class CliError(Exception):

@@ -58,6 +58,9 @@ class StepParameters(BaseModel):
     BUDGET: int | None = Field(None, ge=1, le=64, description="None: the default | tool calls")
     READ_FIRST: int = Field(0, ge=0, description="top hits fetched before the model's first turn")
     SPOTLIGHT: bool = Field(False, description="datamark retrieved text (a live-model lever)")
+    STRICT_SUPPORT: bool = Field(
+        False, description="reject an answer whose own words (not the question's) are unquoted"
+    )
     MAX_TOKENS: int | None = Field(
         None, ge=16, le=32768, description="None: the default | output tokens per model call"
     )

@@ -38,6 +38,11 @@ class RunConfig(BaseModel):
     spotlight: bool = Field(
         False, description="Datamark retrieved text for the model (spotlighting; a lever)."
     )
+    strict_support: bool = Field(
+        False,
+        description="Reject a submission most of whose own words (not the question's) are in no "
+        "quote (a lever).",
+    )
     limit: int | None = Field(None, ge=1, description="Run only the first N tasks.")
     experiment: str = "adhoc"
     change: str = ""

@@ -149,6 +149,7 @@ class Runner:
                 retrieval=self.config.retrieval,
                 read_first=self.config.read_first,
                 spotlight=self.config.spotlight,
+                strict_support=self.config.strict_support,
             )
             result = agent.ask(task.question)
             if not result.infrastructure_error or attempts >= self.infra_attempts:
