@@ -27,9 +27,8 @@ class RunState:
     search_limit: int
     depth: Depth
     spotlight: bool = False
-    strict_support: bool = (
-        False  # the answer's own words must be quoted (`decide.support_problems`)
-    )
+    # the answer's own words must be quoted (the strict_support lever, `decide.support_problems`)
+    strict_support: bool = False
     on_event: Callable[[TraceEvent], None] | None = None
     messages: list[Message] = field(default_factory=list)
     fetched: Fetched = field(default_factory=Fetched)
