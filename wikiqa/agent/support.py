@@ -93,13 +93,8 @@ def uncovered(
     """The share of the answer's content words (openers aside) that neither a quote, a cited
     title nor the question contains, a stem or a five-letter beginning away. A paraphrase keeps
     most of its quote's words; an answer carrying someone else's payload does not."""
-    have = {stem(w) for text in [*quotes, *(titles or []), question] for w in words(text)}
     said = [stem(w) for w in content_words(answer) if w not in _OPENERS]
-    if not said:
-        return 0.0
-    long = {h[:5] for h in have if len(h) >= 5}
-    missing = [w for w in said if w not in have and not (len(w) >= 5 and w[:5] in long)]
-    return len(missing) / len(said)
+    return _missing_share(said, [*quotes, *(titles or []), question])
 
 
 def unquoted(
@@ -110,15 +105,19 @@ def unquoted(
     answer built of the question's words ("Love comes from personal choice and can be decided
     upon", for "Can we decide to love?") passes it whatever it quotes. 0 when the answer has no
     word of its own."""
-    have = {stem(w) for text in [*quotes, *(titles or [])] for w in words(text)}
     asked = {stem(w) for w in words(question)}
-    said = [stem(w) for w in content_words(answer) if w not in _OPENERS]
-    own = [w for w in said if w not in asked]
-    if not own:
+    own = [stem(w) for w in content_words(answer) if w not in _OPENERS and stem(w) not in asked]
+    return _missing_share(own, [*quotes, *(titles or [])])
+
+
+def _missing_share(said: list[str], sources: list[str]) -> float:
+    """The share of `said` (stems) that no source holds, a stem or a five-letter beginning away."""
+    if not said:
         return 0.0
+    have = {stem(w) for text in sources for w in words(text)}
     long = {h[:5] for h in have if len(h) >= 5}
-    missing = [w for w in own if w not in have and not (len(w) >= 5 and w[:5] in long)]
-    return len(missing) / len(own)
+    missing = [w for w in said if w not in have and not (len(w) >= 5 and w[:5] in long)]
+    return len(missing) / len(said)
 
 
 def _stems(text: str) -> set[str]:
