@@ -10,7 +10,7 @@ from __future__ import annotations
 from wikiqa.agent.render import infobox_lines
 from wikiqa.models import CitationArg
 from wikiqa.sources import Article, normalize_title
-from wikiqa.text import content_words, normalize_quote, stem, words
+from wikiqa.text import content_words, normalize_quote, sentences, stem, words
 
 MIN_QUOTE_WORDS = 3
 
@@ -76,6 +76,34 @@ def citation_problems(citations: list[CitationArg], fetched: Fetched) -> list[st
                 f"{quote[:120]!r}; copy the words exactly as fetched, without ellipses"
             )
     return problems
+
+
+def trimmed(citation: CitationArg, fetched: Fetched) -> CitationArg | None:
+    """The citation cut to the longest run of its quote's leading whole sentences that is
+    verbatim in a fetched article, the cited one first (else re-attributed to the article that
+    has them); None when not even its first sentence is, or what is left is too short.
+
+    Why (the `trim_quotes` lever): a small model copying a long passage often gets its first
+    sentences exactly right and garbles the end ("... on March 4, 1789. Originally包括七个").
+    Trimming only drops words the model wrote; it never adds one, so the answer must still be
+    backed by what is left (`support_problems` runs after it)."""
+    quote = strip_wrapping(citation.quote)
+    found = sentences(quote)
+    ends, offset = [], 0
+    for sentence in found:
+        offset = quote.index(sentence, offset) + len(sentence)
+        ends.append(offset)
+    cited = fetched.get(citation.title)
+    order = [cited] if cited is not None else []
+    order += [a for a in fetched.articles.values() if a is not cited]
+    for end in reversed(ends):
+        prefix = quote[:end]
+        if len(words(prefix)) < MIN_QUOTE_WORDS:
+            return None
+        for article in order:
+            if prefix in quotable_text(article):
+                return CitationArg(title=article.title, quote=prefix)
+    return None
 
 
 def coverage(answer: str, quotes: list[str]) -> float:

@@ -102,6 +102,7 @@ class Agent:
         read_first: int = 0,
         spotlight: bool = False,
         strict_support: bool = False,
+        trim_quotes: bool = False,
         on_event: Callable[[TraceEvent], None] | None = None,
     ) -> None:
         if budget < 1:
@@ -117,6 +118,7 @@ class Agent:
         self.read_first = read_first
         self.spotlight = spotlight  # datamark retrieved text (see `prompts.SPOTLIGHT_NOTE`)
         self.strict_support = strict_support  # the answer's own words must be in its quotes
+        self.trim_quotes = trim_quotes  # a quote's non-verbatim tail is cut before the checks
         self.on_event = on_event
 
     def ask(self, question: str) -> AgentResult:
@@ -135,6 +137,7 @@ class _Run:
             depth=agent.depth,
             spotlight=agent.spotlight,
             strict_support=agent.strict_support,
+            trim_quotes=agent.trim_quotes,
             on_event=agent.on_event,
         )
 

@@ -47,7 +47,7 @@ class Refusal(BaseModel):
 
 Output = Annotated[Answer | Refusal, Field(discriminator="kind")]
 
-EventKind = Literal["search", "fetch", "model", "decision", "repair", "guard", "error"]
+EventKind = Literal["search", "fetch", "model", "decision", "repair", "trim", "guard", "error"]
 
 
 class TraceEvent(BaseModel):

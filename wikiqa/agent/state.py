@@ -29,6 +29,8 @@ class RunState:
     spotlight: bool = False
     # the answer's own words must be quoted (the strict_support lever, `decide.support_problems`)
     strict_support: bool = False
+    # a quote's garbled tail is dropped before the checks (the trim_quotes lever, `decide`)
+    trim_quotes: bool = False
     on_event: Callable[[TraceEvent], None] | None = None
     messages: list[Message] = field(default_factory=list)
     fetched: Fetched = field(default_factory=Fetched)

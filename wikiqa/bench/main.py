@@ -22,6 +22,8 @@ from wikiqa.bench.public import bench_public
 from wikiqa.bench.reading import bench_reading
 from wikiqa.bench.reading import report as reading_report
 from wikiqa.bench.report import line, report_ask, report_eval, report_sources
+from wikiqa.bench.run_reading import bench_run_reading
+from wikiqa.bench.run_reading import report as run_reading_report
 from wikiqa.bench.scale import bench_scale
 from wikiqa.bench.snapping import bench_snapping
 from wikiqa.bench.snapping import report as snapping_report
@@ -90,7 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--journal",
         type=Path,
-        help="snapping: a run's journal folder (results/journals/RUN_ID) to replay quote repair on",
+        help="snapping, reading: a run's journal folder (results/journals/RUN_ID) to replay quote "
+        "repair on (snapping), or to read where its correct answers were lost (reading)",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
@@ -123,6 +126,9 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     elif args.suite == "cassette":
         figures = bench_cassette()
         report = cassette_report(figures)
+    elif args.suite == "reading" and args.journal is not None:
+        figures = bench_run_reading(args.journal)
+        report = run_reading_report(figures)
     elif args.suite == "reading":
         figures = bench_reading(args.suite_name)
         report = reading_report(figures, args.suite_name)

@@ -14,31 +14,51 @@ benchmark asks what that lever would change, from a run's journal and nothing el
   been fetched when it was made.
 - Each trial the lever changes is graded: an answer to a task that should be refused fails
   calibration; otherwise its correctness is the offline tier's verdict on the answer text.
-- Three strictness settings: (recall, precision) of the quote's content-word stems in the span.
+- Trimming first (`trimmed`, the `trim_quotes` lever: a quote cut to its leading sentences that
+  are verbatim), then snapping at three strictness settings: (recall, precision) of the quote's
+  content-word stems in the span.
 
 Injection tasks are left out: the guard's findings are not in the journal to replay.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from wikiqa.agent import Answer, quotable_text
 from wikiqa.agent.decide import support_problems
-from wikiqa.agent.grounding import Fetched, citation_problems, strip_wrapping
+from wikiqa.agent.grounding import Fetched, citation_problems, strip_wrapping, trimmed
+from wikiqa.bench.journals import (
+    Repair,
+    as_checked,
+    fetched_at,
+    offline_outcome,
+    repaired,
+    run_journal,
+)
 from wikiqa.evals.analysis.stats import count_text
-from wikiqa.evals.graders import correctness_of
 from wikiqa.evals.labels.validation import LabelledExample, proposals
-from wikiqa.evals.tasks.task import Task, load_tasks
+from wikiqa.evals.tasks.task import Task
 from wikiqa.models import CitationArg, SubmitArgs
 from wikiqa.sources import Article, SnapshotSource, WikiSource
 from wikiqa.text import content_words, sentences, stem
 
 SETTINGS = ((1.0, 0.8), (0.9, 0.5), (0.8, 0.3))  # (recall, precision), strict to loose
+
+
+def _repairs() -> dict[str, Repair]:
+    """The repairs replayed, by name: `trimmed` (the `trim_quotes` lever: drop a quote's
+    non-verbatim tail, never add a word), then snapping at each strictness setting."""
+    found: dict[str, Repair] = {"trim": trimmed}
+    for recall, precision in SETTINGS:
+        found[f"recall {recall:g} precision {precision:g}"] = partial(
+            snap, recall=recall, precision=precision
+        )
+    return found
 
 
 def _stems(text: str) -> set[str]:
@@ -80,31 +100,13 @@ def snap(
     )
 
 
-def _passes(answer: Answer, citations: list[CitationArg], fetched: Fetched, task: Task) -> bool:
+def _passes(
+    answer: Answer, citations: list[CitationArg], fetched: Fetched, task: Task, strict: bool
+) -> bool:
     if citation_problems(citations, fetched):
         return False
-    return not support_problems(SubmitArgs(answer=answer.text, citations=citations), task.question)
-
-
-def _fetched(example: LabelledExample, source: WikiSource) -> Fetched:
-    fetched = Fetched()
-    for title in example.retrieved:
-        article = source.get_article(title)
-        if article is not None:
-            fetched.add(title, article)
-    return fetched
-
-
-def _outcome(task: Task, text: str) -> str:
-    """What a trial the lever changes would score: a wrongly answered unanswerable, or the
-    offline tier's SimpleQA outcome (`undecided` where it leaves the answer to a judge)."""
-    if task.should_refuse:
-        return "answered_unanswerable"
-    graded = correctness_of(task, text)
-    return str(
-        graded.detail.get("outcome")
-        or ("undecided" if graded.verdict == "needs_judge" else graded.verdict)
-    )
+    submit = SubmitArgs(answer=answer.text, citations=citations)
+    return not support_problems(submit, task.question, strict)
 
 
 def bench_snapping(journal: Path, source: WikiSource | None = None) -> dict[str, Any]:
@@ -112,14 +114,8 @@ def bench_snapping(journal: Path, source: WikiSource | None = None) -> dict[str,
     trials it changes would return, by outcome (counted per trial and per task). `journal` is
     a run's journal folder (`results/journals/RUN_ID`) or its `journal.jsonl`; the suite is the
     one its `meta.json` names; `source` is the run's source (the shipped snapshot)."""
-    folder = journal if journal.is_dir() else journal.parent
-    meta = folder / "meta.json"
-    if not meta.is_file():
-        raise ValueError(f"{folder}: no meta.json (not a run's journal folder)")
-    suite = Path(json.loads(meta.read_text(encoding="utf-8"))["suite_path"])
-    journal = folder / "journal.jsonl"
-    suites = [suite]
-    tasks = {t.id: t for path in suites for t in load_tasks(path)}
+    journal, meta, tasks = run_journal(journal)
+    strict = meta.config.strict_support  # the run's own checks, as it ran them
     source = source if source is not None else SnapshotSource()
     trials: dict[tuple[str, str], list[LabelledExample]] = defaultdict(list)
     for example in proposals(journal):
@@ -129,7 +125,7 @@ def bench_snapping(journal: Path, source: WikiSource | None = None) -> dict[str,
         if task.injection is None and isinstance(example.answer, Answer):
             trials[(example.task_id, example.id.rpartition("-t")[2].split("-")[0])].append(example)
     figures: dict[str, Any] = {"journal": str(journal), "trials_with_submissions": len(trials)}
-    for recall, precision in SETTINGS:
+    for name, repair in _repairs().items():
         answered = {"recorded": 0, "snapped": 0}
         changed: Counter[str] = Counter()
         tasks_changed: dict[str, set[str]] = defaultdict(set)
@@ -138,27 +134,23 @@ def bench_snapping(journal: Path, source: WikiSource | None = None) -> dict[str,
             recorded = snapped = None
             for example in examples:
                 assert isinstance(example.answer, Answer)
-                fetched = _fetched(example, source)
+                fetched = fetched_at(example, source)
                 cites = [
                     CitationArg(title=c.title, quote=c.quote) for c in example.answer.citations
                 ]
-                if recorded is None and _passes(example.answer, cites, fetched, task):
+                as_run = as_checked(cites, fetched, meta)
+                if recorded is None and _passes(example.answer, as_run, fetched, task, strict):
                     recorded = example
-                repaired = [
-                    c
-                    if not citation_problems([c], fetched)
-                    else snap(c, fetched, recall, precision) or c
-                    for c in cites
-                ]
-                if snapped is None and _passes(example.answer, repaired, fetched, task):
+                fixed = repaired(as_run, fetched, repair)
+                if snapped is None and _passes(example.answer, fixed, fetched, task, strict):
                     snapped = example
             answered["recorded"] += recorded is not None
             answered["snapped"] += snapped is not None
             if snapped is not None and snapped is not recorded:
-                outcome = _outcome(task, snapped.answer.text)  # type: ignore[union-attr]
+                outcome = offline_outcome(task, snapped.answer.text)  # type: ignore[union-attr]
                 changed[outcome] += 1
                 tasks_changed[outcome].add(task_id)
-        figures[f"recall {recall:g} precision {precision:g}"] = {
+        figures[name] = {
             "answered": answered,
             "changed_trials": dict(changed),
             "changed_tasks": {k: sorted(v) for k, v in tasks_changed.items()},

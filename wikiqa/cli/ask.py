@@ -17,6 +17,7 @@ from wikiqa.cli.common import (
     SOURCE_HELP,
     SPOTLIGHT_HELP,
     STRICT_SUPPORT_HELP,
+    TRIM_QUOTES_HELP,
     CliError,
     count,
     positive_int,
@@ -68,6 +69,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             read_first=args.read_first,
             spotlight=args.spotlight,
             strict_support=args.strict_support,
+            trim_quotes=args.trim_quotes,
             on_event=stream if args.verbose else None,
         )
     except ValueError as err:
@@ -116,6 +118,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ask.add_argument("--read-first", type=count, default=0, help=READ_FIRST_HELP)
     ask.add_argument("--spotlight", action="store_true", help=SPOTLIGHT_HELP)
     ask.add_argument("--strict-support", action="store_true", help=STRICT_SUPPORT_HELP)
+    ask.add_argument("--trim-quotes", action="store_true", help=TRIM_QUOTES_HELP)
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ask.add_argument("-v", "--verbose", action="store_true", help="stream the trace to stderr")
     ask.set_defaults(func=cmd_ask)

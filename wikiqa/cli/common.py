@@ -40,6 +40,11 @@ STRICT_SUPPORT_HELP = (
     "off by default (a lever)"
 )
 
+TRIM_QUOTES_HELP = (
+    "cut a non-verbatim quote to its leading sentences that are verbatim (re-attributed if "
+    "another fetched article has them) before the checks; off by default (a lever)"
+)
+
 
 class CliError(Exception):
     """A user-facing failure: printed as one line, exits with `code`."""

@@ -23,6 +23,7 @@ from wikiqa.cli.common import (
     SOURCE_HELP,
     SPOTLIGHT_HELP,
     STRICT_SUPPORT_HELP,
+    TRIM_QUOTES_HELP,
     CliError,
     count,
     positive_int,
@@ -49,6 +50,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         "read_first": args.read_first,
         "spotlight": args.spotlight or None,
         "strict_support": args.strict_support or None,
+        "trim_quotes": args.trim_quotes or None,
         "limit": args.limit,
         "experiment": args.experiment,
         "change": args.change,
@@ -215,6 +217,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--read-first", type=count, default=None, help=READ_FIRST_HELP)
     p.add_argument("--spotlight", action="store_true", help=SPOTLIGHT_HELP)
     p.add_argument("--strict-support", action="store_true", help=STRICT_SUPPORT_HELP)
+    p.add_argument("--trim-quotes", action="store_true", help=TRIM_QUOTES_HELP)
     p.add_argument("--limit", type=positive_int, default=None, help="run only the first N tasks")
     p.add_argument(
         "--out",

@@ -61,6 +61,9 @@ class StepParameters(BaseModel):
     STRICT_SUPPORT: bool = Field(
         False, description="reject an answer whose own words (not the question's) are unquoted"
     )
+    TRIM_QUOTES: bool = Field(
+        False, description="cut a quote's non-verbatim tail to its verbatim leading sentences"
+    )
     MAX_TOKENS: int | None = Field(
         None, ge=16, le=32768, description="None: the default | output tokens per model call"
     )

@@ -43,6 +43,11 @@ class RunConfig(BaseModel):
         description="Reject a submission most of whose own words (not the question's) are in no "
         "quote (a lever).",
     )
+    trim_quotes: bool = Field(
+        False,
+        description="Cut a non-verbatim quote to its leading sentences that are verbatim before "
+        "the checks (a lever).",
+    )
     limit: int | None = Field(None, ge=1, description="Run only the first N tasks.")
     experiment: str = "adhoc"
     change: str = ""

@@ -150,6 +150,7 @@ class Runner:
                 read_first=self.config.read_first,
                 spotlight=self.config.spotlight,
                 strict_support=self.config.strict_support,
+                trim_quotes=self.config.trim_quotes,
             )
             result = agent.ask(task.question)
             if not result.infrastructure_error or attempts >= self.infra_attempts:

@@ -1,0 +1,114 @@
+"""`python -m wikiqa.bench reading --journal`: where a recorded run lost its correct answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from wikiqa.bench.main import main
+from wikiqa.bench.run_reading import bench_run_reading, report
+from wikiqa.evals import RunConfig, journal_dir, run_eval
+from wikiqa.models import ScriptedModel
+from wikiqa.models.protocol import Message, ModelTurn, UserMessage
+from wikiqa.sources import SnapshotSource
+
+DIMENSIONS = ["faithfulness", "correctness", "attribution", "calibration"]
+
+
+def _task(id_: str, question: str, answers: list[str], source: str) -> dict[str, Any]:
+    return {
+        "id": id_, "category": "factual", "question": question, "dimensions": DIMENSIONS,
+        "reference_answer": answers[0], "answers": answers, "expected_sources": [source],
+        "should_refuse": False,
+    }  # fmt: skip
+
+
+def _call(name: str, **arguments: Any) -> list[dict[str, Any]]:
+    return [{"name": name, "arguments": arguments}]
+
+
+class _ByQuestion:
+    """A script per question (a `ScriptedModel` plays one script for every question)."""
+
+    spec = "scripted:by-question"
+
+    def __init__(self, scripts: dict[str, list[Any]]) -> None:
+        self.models = {q: ScriptedModel(turns) for q, turns in scripts.items()}
+
+    def __call__(self, system: str, messages: list[Message], *args: Any, **kw: Any) -> ModelTurn:
+        first = next(m.text for m in messages if isinstance(m, UserMessage))
+        question = next(q for q in self.models if q in first)
+        return self.models[question](system, messages, *args, **kw)
+
+
+def test_each_lost_trial_is_put_down_to_its_stage(tiny: SnapshotSource, tmp_path: Path) -> None:
+    tasks = [
+        _task("dune-author", "Who wrote the novel Dune?", ["Frank Herbert"], "Dune (novel)"),
+        _task(
+            "hopper-language",
+            "Which programming language did Grace Hopper develop?",
+            ["FLOW-MATIC"],
+            "Grace Hopper",
+        ),
+        _task(
+            "everest-range",
+            "In which sub-range of the Himalayas does Mount Everest lie?",
+            ["Mahalangur Himal"],
+            "Mount Everest",
+        ),
+    ]
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    paraphrased = _call(
+        "submit_answer",
+        answer="Frank Herbert wrote Dune.",
+        citations=[{"title": "Dune (novel)", "quote": "Dune is a novel written by Frank Herbert"}],
+    )
+    verbatim = _call(
+        "submit_answer",
+        answer="Grace Hopper developed FLOW-MATIC.",
+        citations=[
+            {"title": "Grace Hopper", "quote": "She developed the FLOW-MATIC programming language."}
+        ],
+    )
+    scripts = {
+        tasks[0]["question"]: [_call("get_article", title="Dune (novel)"), paraphrased, paraphrased],
+        tasks[1]["question"]: [_call("get_article", title="Grace Hopper"), verbatim],
+        tasks[2]["question"]: [
+            _call("get_article", title="Mountain"), _call("refuse", reason="Not in the text.")
+        ],
+    }  # fmt: skip
+    config = RunConfig(
+        suite=str(suite),
+        trials=1,
+        concurrency=1,
+        out=tmp_path / "results",
+        infra_backoff=0.0,
+        cache=False,
+    )
+    outcome = run_eval(config, model=_ByQuestion(scripts), source=tiny, progress=False)
+    folder = journal_dir(tmp_path / "results", outcome.meta.run_id)
+
+    figures = bench_run_reading(folder, tiny)
+    assert figures["trials"] == 3
+    assert figures["expected_fetched"] == 2  # Everest's article was never fetched
+    assert figures["in_reach"] == 2 and figures["gold_proposed"] == 2
+    assert figures["gold_proposed_out_of_reach"] == 0
+    assert figures["outcomes"] == {
+        "correct": 1, "incorrect": 0, "undecided": 0, "not_attempted": 2
+    }  # fmt: skip
+    assert figures["lost"]["in_reach"] == {
+        "quote_not_verbatim": 1, "answer_not_in_quotes": 0, "passed_checks": 0,
+        "never_proposed": 0,
+    }  # fmt: skip
+    assert figures["lost"]["out_of_reach"]["never_proposed"] == 1
+    assert sum(figures["lost"]["out_of_reach"].values()) == 1
+    text = report(figures)
+    assert "incorrect or not attempted, the gold in reach: 1 trials" in text
+    assert "quote not verbatim" in text and "1/1" in text
+
+
+def test_reading_a_folder_that_is_no_run_is_an_error(tmp_path: Path, capsys: Any) -> None:
+    assert main(["reading", "--journal", str(tmp_path)]) == 1
+    assert "no meta.json" in capsys.readouterr().err
