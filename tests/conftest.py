@@ -11,6 +11,7 @@ import pytest
 import requests
 import urllib3.exceptions
 
+from wikiqa.agent.grounding import Fetched
 from wikiqa.sources import SnapshotSource
 
 DATA = Path(__file__).parent / "data"
@@ -106,3 +107,13 @@ def dns_failure(host: str = "en.wikipedia.org") -> requests.ConnectionError:
         socket.gaierror(-2, "Name or service not known"),
     )
     return requests.ConnectionError(urllib3.exceptions.MaxRetryError(None, "/w/api.php", reason))  # type: ignore[arg-type]
+
+
+def fetched_of(source: SnapshotSource, *titles: str) -> Fetched:
+    """The articles `titles` as one run would have fetched them (for the grounding checks)."""
+    fetched = Fetched()
+    for title in titles:
+        article = source.get_article(title)
+        assert article is not None, title
+        fetched.add(title, article)
+    return fetched

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from wikiqa.agent.grounding import Fetched
+from tests.conftest import fetched_of
 from wikiqa.bench.snapping import bench_snapping, report, snap
 from wikiqa.evals import RunConfig, journal_dir, run_eval
 from wikiqa.models import CitationArg, ScriptedModel
@@ -17,17 +17,8 @@ from wikiqa.sources import SnapshotSource
 DUNE = "Dune is a 1965 epic science fiction novel by American author Frank Herbert."
 
 
-def _fetched(tiny: SnapshotSource, *titles: str) -> Fetched:
-    fetched = Fetched()
-    for title in titles:
-        article = tiny.get_article(title)
-        assert article is not None
-        fetched.add(title, article)
-    return fetched
-
-
 def test_a_verbatim_quote_under_the_wrong_title_is_reattributed(tiny: SnapshotSource) -> None:
-    fetched = _fetched(tiny, "Mountain", "Mount Everest")
+    fetched = fetched_of(tiny, "Mountain", "Mount Everest")
     wrong = CitationArg(title="Mountain", quote="Mount Everest is the highest mountain on Earth")
     assert snap(wrong, fetched, 1.0, 0.8) == CitationArg(
         title="Mount Everest", quote="Mount Everest is the highest mountain on Earth"
@@ -37,7 +28,7 @@ def test_a_verbatim_quote_under_the_wrong_title_is_reattributed(tiny: SnapshotSo
 def test_a_shortened_quote_snaps_to_its_sentence_only_as_loosely_as_allowed(
     tiny: SnapshotSource,
 ) -> None:
-    fetched = _fetched(tiny, "Dune (novel)", "Mountain")
+    fetched = fetched_of(tiny, "Dune (novel)", "Mountain")
     shortened = CitationArg(
         title="Dune (novel)", quote="Dune is a 1965 science fiction novel by Frank Herbert"
     )

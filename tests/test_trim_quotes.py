@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import fetched_of
 from wikiqa.agent import Agent, Answer, Refusal
-from wikiqa.agent.grounding import Fetched, trimmed
+from wikiqa.agent.grounding import trimmed
 from wikiqa.evals import RunConfig, run_eval
 from wikiqa.experiment.params import StepParameters
 from wikiqa.models import CitationArg, ScriptedModel
@@ -19,17 +20,8 @@ RANGE = "It lies in the Mahalangur Himal sub-range of the Himalayas."
 GARBLED = f"{EVEREST} {RANGE} Originally包括七个"
 
 
-def _fetched(tiny: SnapshotSource, *titles: str) -> Fetched:
-    fetched = Fetched()
-    for title in titles:
-        article = tiny.get_article(title)
-        assert article is not None
-        fetched.add(title, article)
-    return fetched
-
-
 def test_a_garbled_tail_is_cut_at_the_last_verbatim_sentence(tiny: SnapshotSource) -> None:
-    fetched = _fetched(tiny, "Mount Everest", "Mountain")
+    fetched = fetched_of(tiny, "Mount Everest", "Mountain")
     cut = trimmed(CitationArg(title="Mount Everest", quote=GARBLED), fetched)
     assert cut == CitationArg(title="Mount Everest", quote=f"{EVEREST} {RANGE}")
     wrong_second = f"{EVEREST} It lies in the Alps of Switzerland."
@@ -39,7 +31,7 @@ def test_a_garbled_tail_is_cut_at_the_last_verbatim_sentence(tiny: SnapshotSourc
 
 
 def test_the_models_own_words_are_reattributed_never_added_to(tiny: SnapshotSource) -> None:
-    fetched = _fetched(tiny, "Mount Everest", "Mountain")
+    fetched = fetched_of(tiny, "Mount Everest", "Mountain")
     # verbatim, but under the wrong title: the article that has them is cited instead
     assert trimmed(CitationArg(title="Mountain", quote=f'"{EVEREST}"'), fetched) == (
         CitationArg(title="Mount Everest", quote=EVEREST)
