@@ -258,6 +258,15 @@ def test_model_figures_of_the_recorded_local_run_are_the_reported_ones() -> None
         assert again[key] == figures[key], key
 
 
+def test_brief_barely_shortens_what_qwen_writes_as_reported() -> None:
+    # README, step 11: output tokens per model call, 09 dev against 11 dev (brief=1)
+    runs = ROOT / "results" / "runs"
+    base = model_figures(load_run(runs / "20261201T103646Z-09-qwen-baseline-c84497.parquet"))
+    brief = model_figures(load_run(runs / "20261201T165859Z-11-qwen-brief-ee5a36.parquet"))
+    pair = (round(base["output_tokens_per_call"]), round(brief["output_tokens_per_call"]))
+    assert pair == (109, 103)
+
+
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
 def test_papermill_reads_every_parameter(path: Path) -> None:
     # papermill skips a line with two "=" (a comment like "threshold=0.6"), and then warns

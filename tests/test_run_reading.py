@@ -112,3 +112,23 @@ def test_each_lost_trial_is_put_down_to_its_stage(tiny: SnapshotSource, tmp_path
 def test_reading_a_folder_that_is_no_run_is_an_error(tmp_path: Path, capsys: Any) -> None:
     assert main(["reading", "--journal", str(tmp_path)]) == 1
     assert "no meta.json" in capsys.readouterr().err
+
+
+def test_the_figures_the_readme_reports_for_step_09_and_13(snapshot: SnapshotSource) -> None:
+    # README, "Where Qwen loses its answers" and step 14's replay, from committed journals
+    from wikiqa.bench.snapping import bench_snapping
+    from wikiqa.evals.paths import ROOT
+
+    journals = ROOT / "results" / "journals"
+    base = bench_run_reading(
+        journals / "20261201T171802Z-09-qwen-baseline-regraded-464115", snapshot
+    )
+    assert (base["trials"], base["expected_fetched"], base["in_reach"]) == (53, 41, 42)
+    assert base["gold_proposed"] == 22 and base["gold_proposed_out_of_reach"] == 0
+    assert list(base["outcomes"].values()) == [2, 4, 8, 39]
+    assert list(base["lost"]["in_reach"].values()) == [15, 2, 0, 16]
+    assert sum(base["lost"]["out_of_reach"].values()) == 10
+    trim = bench_snapping(journals / "20261201T170332Z-13-qwen-strict-support-8aca23", snapshot)
+    assert trim["trim"]["changed_trials"] == {
+        "correct": 5, "incorrect": 3, "undecided": 2, "answered_unanswerable": 1
+    }  # fmt: skip

@@ -8,11 +8,11 @@ from typing import Any
 
 from tests.conftest import fetched_of
 from wikiqa.agent import Agent, Answer, Refusal
-from wikiqa.agent.grounding import trimmed
+from wikiqa.agent.grounding import Fetched, trimmed
 from wikiqa.evals import RunConfig, run_eval
 from wikiqa.experiment.params import StepParameters
 from wikiqa.models import CitationArg, ScriptedModel
-from wikiqa.sources import SnapshotSource
+from wikiqa.sources import Article, Provenance, SnapshotSource
 
 EVEREST = "Mount Everest is the highest mountain on Earth above sea level."
 RANGE = "It lies in the Mahalangur Himal sub-range of the Himalayas."
@@ -36,12 +36,22 @@ def test_the_models_own_words_are_reattributed_never_added_to(tiny: SnapshotSour
     assert trimmed(CitationArg(title="Mountain", quote=f'"{EVEREST}"'), fetched) == (
         CitationArg(title="Mount Everest", quote=EVEREST)
     )
-    # nothing to keep: the first sentence is not verbatim anywhere, or too short once cut
+    # nothing to keep: the first sentence is not verbatim anywhere
     paraphrase = "Everest is the tallest mountain in the world. It lies in Nepal."
     assert trimmed(CitationArg(title="Mount Everest", quote=paraphrase), fetched) is None
-    assert (
-        trimmed(CitationArg(title="Mount Everest", quote="It is. Tallest peak ok"), fetched) is None
+
+
+def test_a_cut_too_short_to_quote_is_no_cut() -> None:
+    text = "It rose. The peak was first climbed in 1953 by Tenzing Norgay and Edmund Hillary."
+    article = Article(title="Peak", text=text, url="u", provenance=Provenance(source="snapshot"))
+    fetched = Fetched()
+    fetched.add("Peak", article)
+    assert trimmed(CitationArg(title="Peak", quote=text + " Tenzing then"), fetched) == (
+        CitationArg(title="Peak", quote=text)
     )
+    # "It rose." is verbatim, but two words: under the verbatim check's own minimum
+    garbled = "It rose. The peak was climbed by Hillary"
+    assert trimmed(CitationArg(title="Peak", quote=garbled), fetched) is None
 
 
 def _submit(answer: str, quote: str) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ path, passes the guard once more (`last_look`).
 from __future__ import annotations
 
 from wikiqa.agent.actions import parse_args
-from wikiqa.agent.grounding import citation_problems, trimmed
+from wikiqa.agent.grounding import citation_problems, repaired, trimmed
 from wikiqa.agent.guard import violations
 from wikiqa.agent.result import Answer, Citation, Output, Refusal
 from wikiqa.agent.state import RunState
@@ -89,22 +89,16 @@ def _trimmed(state: RunState, submit: SubmitArgs) -> SubmitArgs:
     """The submission with each non-verbatim quote cut to its verbatim leading sentences
     (`grounding.trimmed`), where that leaves one; each cut is a trace event. The checks that
     follow see only what is left, so a cut never lets through an answer its quotes do not back."""
-    citations = []
-    for i, citation in enumerate(submit.citations, start=1):
-        cut = (
-            trimmed(citation, state.fetched)
-            if citation_problems([citation], state.fetched)
-            else None
-        )
-        if cut is not None:
+    citations = repaired(submit.citations, state.fetched, trimmed)
+    for i, (before, cut) in enumerate(zip(submit.citations, citations, strict=True), start=1):
+        if cut is not before:
             state.event(
                 "trim",
                 f"citation {i}: quote cut to its verbatim {len(cut.quote)} of "
-                f"{len(citation.quote)} chars ({cut.title!r})",
-                before=citation.model_dump(),
+                f"{len(before.quote)} chars ({cut.title!r})",
+                before=before.model_dump(),
                 after=cut.model_dump(),
             )
-        citations.append(cut or citation)
     return submit.model_copy(update={"citations": citations})
 
 

@@ -7,12 +7,15 @@ ellipses) must match, so a quote that passes is text Wikipedia really contains.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from wikiqa.agent.render import infobox_lines
 from wikiqa.models import CitationArg
 from wikiqa.sources import Article, normalize_title
 from wikiqa.text import content_words, normalize_quote, sentences, stem, words
 
 MIN_QUOTE_WORDS = 3
+Repair = Callable[["CitationArg", "Fetched"], "CitationArg | None"]
 
 
 def strip_wrapping(quote: str) -> str:
@@ -104,6 +107,15 @@ def trimmed(citation: CitationArg, fetched: Fetched) -> CitationArg | None:
             if prefix in quotable_text(article):
                 return CitationArg(title=article.title, quote=prefix)
     return None
+
+
+def repaired(citations: list[CitationArg], fetched: Fetched, repair: Repair) -> list[CitationArg]:
+    """Each citation the verbatim check rejects replaced by `repair`'s version, where it has
+    one (the same object otherwise). The loop's `trim_quotes` lever and the replays of recorded
+    runs (`wikiqa.bench.snapping`) both go through here, so a replay repairs as the agent does."""
+    return [
+        c if not citation_problems([c], fetched) else repair(c, fetched) or c for c in citations
+    ]
 
 
 def coverage(answer: str, quotes: list[str]) -> float:

@@ -7,10 +7,9 @@ the articles the model had fetched when it made it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-from wikiqa.agent.grounding import Fetched, citation_problems, trimmed
+from wikiqa.agent.grounding import Fetched, repaired, trimmed
 from wikiqa.evals.graders import correctness_of
 from wikiqa.evals.labels.validation import LabelledExample
 from wikiqa.evals.paths import ROOT
@@ -18,8 +17,6 @@ from wikiqa.evals.running.records import RunMeta
 from wikiqa.evals.tasks.task import Task, load_tasks
 from wikiqa.models import CitationArg
 from wikiqa.sources import WikiSource
-
-Repair = Callable[[CitationArg, Fetched], CitationArg | None]
 
 
 def run_journal(path: Path) -> tuple[Path, RunMeta, dict[str, Task]]:
@@ -34,6 +31,11 @@ def run_journal(path: Path) -> tuple[Path, RunMeta, dict[str, Task]]:
     suite = Path(meta.suite_path)
     suite = suite if suite.is_absolute() else ROOT / suite
     return folder / "journal.jsonl", meta, {t.id: t for t in load_tasks(suite)}
+
+
+def trial_of(example: LabelledExample) -> int:
+    """The trial a proposal was made in (its id is `TASK-tTRIAL-N`, see `proposals`)."""
+    return int(example.id.rpartition("-t")[2].split("-")[0])
 
 
 def fetched_at(example: LabelledExample, source: WikiSource) -> Fetched:
@@ -57,13 +59,6 @@ def offline_outcome(task: Task, text: str) -> str:
         graded.detail.get("outcome")
         or ("undecided" if graded.verdict == "needs_judge" else graded.verdict)
     )
-
-
-def repaired(citations: list[CitationArg], fetched: Fetched, repair: Repair) -> list[CitationArg]:
-    """Each citation the verbatim check rejects replaced by `repair`'s version, where it has one."""
-    return [
-        c if not citation_problems([c], fetched) else repair(c, fetched) or c for c in citations
-    ]
 
 
 def as_checked(citations: list[CitationArg], fetched: Fetched, meta: RunMeta) -> list[CitationArg]:

@@ -30,7 +30,7 @@ from typing import Any
 from wikiqa.agent import Answer, quotable_text
 from wikiqa.agent.decide import support_problems
 from wikiqa.agent.grounding import citation_problems
-from wikiqa.bench.journals import as_checked, fetched_at, offline_outcome, run_journal
+from wikiqa.bench.journals import as_checked, fetched_at, offline_outcome, run_journal, trial_of
 from wikiqa.evals.analysis.stats import count_text
 from wikiqa.evals.graders.aliases import stated
 from wikiqa.evals.labels.validation import LabelledExample, proposals
@@ -77,8 +77,7 @@ def bench_run_reading(journal: Path, source: WikiSource | None = None) -> dict[s
     source = source if source is not None else SnapshotSource()
     by_trial: dict[tuple[str, int], list[LabelledExample]] = defaultdict(list)
     for example in proposals(path):
-        trial = int(example.id.rpartition("-t")[2].split("-")[0])
-        by_trial[(example.task_id, trial)].append(example)
+        by_trial[(example.task_id, trial_of(example))].append(example)
     counts: Counter[str] = Counter()
     lost: dict[str, Counter[str]] = {"in_reach": Counter(), "out_of_reach": Counter()}
     for (task_id, trial), record in sorted(Journal(path).read().items()):

@@ -31,15 +31,15 @@ from typing import Any
 
 from wikiqa.agent import Answer, quotable_text
 from wikiqa.agent.decide import support_problems
-from wikiqa.agent.grounding import Fetched, citation_problems, strip_wrapping, trimmed
-from wikiqa.bench.journals import (
+from wikiqa.agent.grounding import (
+    Fetched,
     Repair,
-    as_checked,
-    fetched_at,
-    offline_outcome,
+    citation_problems,
     repaired,
-    run_journal,
+    strip_wrapping,
+    trimmed,
 )
+from wikiqa.bench.journals import as_checked, fetched_at, offline_outcome, run_journal, trial_of
 from wikiqa.evals.analysis.stats import count_text
 from wikiqa.evals.labels.validation import LabelledExample, proposals
 from wikiqa.evals.tasks.task import Task
@@ -117,13 +117,13 @@ def bench_snapping(journal: Path, source: WikiSource | None = None) -> dict[str,
     journal, meta, tasks = run_journal(journal)
     strict = meta.config.strict_support  # the run's own checks, as it ran them
     source = source if source is not None else SnapshotSource()
-    trials: dict[tuple[str, str], list[LabelledExample]] = defaultdict(list)
+    trials: dict[tuple[str, int], list[LabelledExample]] = defaultdict(list)
     for example in proposals(journal):
         task = tasks.get(example.task_id)
         if task is None:
             raise ValueError(f"{journal}: task {example.task_id!r} is in none of the suites given")
         if task.injection is None and isinstance(example.answer, Answer):
-            trials[(example.task_id, example.id.rpartition("-t")[2].split("-")[0])].append(example)
+            trials[(example.task_id, trial_of(example))].append(example)
     figures: dict[str, Any] = {"journal": str(journal), "trials_with_submissions": len(trials)}
     for name, repair in _repairs().items():
         answered = {"recorded": 0, "snapped": 0}

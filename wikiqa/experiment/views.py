@@ -258,6 +258,9 @@ def model_figures(frame: pd.DataFrame) -> dict[str, float]:
         if len(called)
         else 0.0,
         "output_tokens_per_s": float(called["output_tokens"].sum() / seconds) if seconds else 0.0,
+        "output_tokens_per_call": float(called["output_tokens"].sum() / called["model_calls"].sum())
+        if len(called)
+        else 0.0,
         "seconds_per_task": float(trials["latency_ms"].mean() / 1000),
         "answered": float((trials["outcome"] == "answer").mean()),
         "repair_needed": float((trials["repairs"] > 0).mean()),
