@@ -4,6 +4,12 @@ The key is everything that decides a reply: the model spec, a namespace (the tri
 repeated trials stay independent samples), the system prompt, the conversation as the model sees
 it, and the tools. A changed prompt, lever, source text or trial gets a fresh call. Errors are
 never cached.
+
+The output-token cap is not in the key, and is checked on a hit instead (`fits`): a reply that
+stopped on its own within the cap is the reply any cap that large would get, so runs that differ
+only in their cap share it, while a reply the cap cut off is served only to a call with that same
+cap. Each entry keeps the cap it was made with; one written before it kept any is served only
+when it stopped on its own.
 """
 
 from __future__ import annotations
@@ -17,6 +23,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from wikiqa.models import CallOptions, Message, Model, ModelTurn, ToolSpec
+
+# The stop reasons that say the output-token cap cut the reply off (OpenAI's, Anthropic's).
+TRUNCATED = frozenset({"length", "max_tokens"})
+# Beside a cached reply: the cap it was made with.
+CAP_FIELD = "_max_tokens"
 
 
 class Cache(Protocol):
@@ -32,6 +43,21 @@ def cache_path() -> Path:
     from wikiqa.config import Settings
 
     return Settings().cache_dir() / "responses.sqlite"
+
+
+def output_cap(model: Model) -> int | None:
+    """A model's output-token cap (the API clients' `max_tokens`; None: a model without one)."""
+    cap = getattr(model, "max_tokens", None)
+    return cap if isinstance(cap, int) else None
+
+
+def fits(turn: ModelTurn, made_with: int | None, cap: int | None) -> bool:
+    """Whether a cached reply, made under the cap `made_with`, is the reply a call under `cap`
+    would get (see the module docstring); None is a model without a cap, or an entry written
+    before entries kept theirs."""
+    if turn.stop_reason in TRUNCATED:
+        return made_with is not None and made_with == cap
+    return cap is None or turn.usage.output_tokens <= cap
 
 
 class ResponseCache:
@@ -103,11 +129,18 @@ class CachingModel:
         options: CallOptions | None = None,
     ) -> ModelTurn:
         key = self.key(system, messages, tools, options)
+        cap = output_cap(self.model)
         hit = self.cache.get(key)
         if hit is not None:
-            self.hits += 1
-            return ModelTurn.model_validate_json(hit).model_copy(update={"cached": True})
+            entry = json.loads(hit)
+            made_with = entry.pop(CAP_FIELD, None)
+            cached = ModelTurn.model_validate(entry)
+            if fits(cached, made_with, cap):
+                self.hits += 1
+                return cached.model_copy(update={"cached": True})
         turn = self.model(system, messages, tools, options)
         self.calls += 1
-        self.cache.put(key, turn.model_dump_json())
+        self.cache.put(
+            key, json.dumps(turn.model_dump(mode="json") | {CAP_FIELD: cap}, ensure_ascii=False)
+        )
         return turn

@@ -28,7 +28,7 @@ def to_frame(
         "source": meta.source_name, "source_hash": meta.source_hash,
         "prompt_hash": meta.prompt_hash, "suite": c.suite_name,
         "suite_hash": meta.suite_hash, "trials": c.trials, "created_at": meta.created_at,
-        "cassette_hash": meta.cassette_hash,
+        "cassette_hash": meta.cassette_hash, "max_tokens": meta.max_tokens,
     }  # fmt: skip
     rows = []
     for task in tasks:

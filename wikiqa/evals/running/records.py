@@ -17,6 +17,7 @@ from wikiqa.evals.paths import results_dir
 META_COLUMNS = (
     "run_id", "git_sha", "experiment", "change", "kind", "model", "judge", "source",
     "source_hash", "prompt_hash", "suite", "suite_hash", "trials", "created_at", "cassette_hash",
+    "max_tokens",
 )  # fmt: skip
 
 
@@ -100,6 +101,9 @@ class RunMeta(BaseModel):
     model: str
     judge: str | None
     tasks: int
+    # The output-token cap the run's model was called with (None: a model without one, or a run
+    # recorded before runs kept it): a reply that reaches it is cut, so it is pinned with the run.
+    max_tokens: int | None = None
     # What the source answered: runs/RUN_ID.cassette.jsonl.gz and its content hash (set at the end).
     cassette: str | None = None
     cassette_hash: str | None = None

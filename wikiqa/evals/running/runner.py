@@ -31,7 +31,13 @@ from wikiqa.agent import Agent, prompt_hash
 from wikiqa.evals.analysis.summary import Summary, summarize
 from wikiqa.evals.graders import Judge, check_not_self, decision_of, error_grades, grade
 from wikiqa.evals.paths import ROOT, git_sha
-from wikiqa.evals.running.cache import Cache, CachingModel, ResponseCache, cache_path
+from wikiqa.evals.running.cache import (
+    Cache,
+    CachingModel,
+    ResponseCache,
+    cache_path,
+    output_cap,
+)
 from wikiqa.evals.running.cassettes import check_replay, open_recorder, replaying, with_cassette
 from wikiqa.evals.running.executors import Executor, open_executor
 from wikiqa.evals.running.frame import to_frame, write_parquet
@@ -229,6 +235,7 @@ class Runner:
                 model=self.model.spec,
                 judge=self.judge_model.spec if self.judge_model else None,
                 tasks=len(tasks),
+                max_tokens=output_cap(self.model),
             )
             folder = journal_dir(config.out, meta.run_id)
             folder.mkdir(parents=True, exist_ok=True)

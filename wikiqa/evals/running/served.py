@@ -18,6 +18,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from wikiqa.evals.running.cache import output_cap
 from wikiqa.models import CallOptions, Message, Model, ModelTurn, ToolSpec
 from wikiqa.models import local as local_model
 from wikiqa.models.local import MODELS
@@ -88,12 +89,19 @@ class ServedModel:
             raise ValueError(f"{spec!r} is not a local-model spec (local or local:<gguf>)")
         self.given = spec
         self._spec = canonical_spec(spec)
-        open_model(self._spec)  # a bad option (an unknown lever) is said now, not mid-run
+        # a bad option (an unknown lever) is said now, not mid-run
+        self._client = open_model(self._spec)
         self._model: tuple[str, Model] | None = None  # (the server's spec, the model on it)
 
     @property
     def spec(self) -> str:
         return self._spec
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The output-token cap its calls are made with (the settings'), known before the
+        server starts: the run records it, and the response cache checks it."""
+        return output_cap(self._client)
 
     def start(self) -> Model:
         """This process's server for the model (started now if it is not yet running)."""

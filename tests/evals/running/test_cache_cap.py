@@ -1,0 +1,130 @@
+"""The response cache and the output-token cap: a reply is served only where the cap of the call
+asking for it would have given the same reply, and every run records its cap."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from wikiqa.evals import RunConfig, run_eval
+from wikiqa.evals.running.cache import CAP_FIELD, CachingModel, ResponseCache
+from wikiqa.evals.running.served import ServedModel
+from wikiqa.models import (
+    AssistantMessage,
+    CallOptions,
+    Message,
+    ModelTurn,
+    TokenUsage,
+    ToolSpec,
+    UserMessage,
+)
+from wikiqa.sources import SnapshotSource
+
+ASKED = [UserMessage(text="who wrote dracula")]
+
+
+class Capped:
+    """A model with an output cap, as the API clients have one: it writes `length` tokens and
+    stops on its own, or is cut off at its cap (`stop_reason` "length", OpenAI's word)."""
+
+    def __init__(self, max_tokens: int, length: int) -> None:
+        self.max_tokens, self.length, self.spec, self.calls = max_tokens, length, "capped", 0
+
+    def __call__(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
+    ) -> ModelTurn:
+        self.calls += 1
+        cut = self.length > self.max_tokens
+        written = min(self.length, self.max_tokens)
+        return ModelTurn(
+            message=AssistantMessage(text=f"reply {self.calls} under {self.max_tokens}"),
+            usage=TokenUsage(output_tokens=written),
+            stop_reason="length" if cut else "stop",
+            model=self.spec,
+        )
+
+
+def _ask(model: Capped, cache: ResponseCache) -> ModelTurn:
+    return CachingModel(model, cache, "0")("system", ASKED, [])
+
+
+def test_a_reply_that_stopped_on_its_own_serves_every_cap_it_fits_in(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    first = _ask(Capped(384, length=120), cache)
+    assert first.message.text == "reply 1 under 384" and not first.cached
+    for cap in (1024, 384, 120):  # larger, the same, just large enough: the same reply
+        model = Capped(cap, length=120)
+        served = _ask(model, cache)
+        assert served.cached and served.message.text == "reply 1 under 384" and model.calls == 0
+    smaller = Capped(100, length=120)  # a cap under its 120 tokens would have cut it: a new call
+    fresh = _ask(smaller, cache)
+    assert not fresh.cached and smaller.calls == 1 and fresh.stop_reason == "length"
+    cache.close()
+
+
+def test_a_reply_the_cap_cut_off_serves_that_cap_only(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    cut = _ask(Capped(384, length=900), cache)
+    assert cut.stop_reason == "length" and cut.usage.output_tokens == 384
+    again = Capped(384, length=900)
+    assert _ask(again, cache).cached and again.calls == 0
+    larger = Capped(1024, length=900)  # it would have finished: the cut reply is not its reply
+    finished = _ask(larger, cache)
+    assert not finished.cached and larger.calls == 1 and finished.stop_reason == "stop"
+    assert finished.usage.output_tokens == 900
+    cache.close()
+
+
+def test_entries_written_before_caps_were_kept(tmp_path: Path) -> None:
+    """An old entry (a bare ModelTurn, no cap beside it) is served when it stopped on its own,
+    and called again when the cap cut it, since which cap that was is not known."""
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    key = CachingModel(Capped(384, 10), cache, "0").key("system", ASKED, [])
+    for stop, expect_cached in (("stop", True), ("length", False)):
+        old = ModelTurn(
+            message=AssistantMessage(text="old"),
+            usage=TokenUsage(output_tokens=384 if stop == "length" else 50),
+            stop_reason=stop,
+            model="capped",
+        )
+        cache.put(key, old.model_dump_json())
+        model = Capped(384, length=50)
+        assert _ask(model, cache).cached is expect_cached
+        assert model.calls == (0 if expect_cached else 1)
+    # what the new call wrote keeps its cap beside it
+    stored = cache.get(key)
+    assert stored is not None and json.loads(stored)[CAP_FIELD] == 384
+    cache.close()
+
+
+def test_a_run_records_the_cap_its_model_was_called_with(
+    tmp_path: Path, tiny: SnapshotSource
+) -> None:
+    suite = tmp_path / "suite.jsonl"
+    task = {"id": "meal", "category": "unanswerable", "should_refuse": True,
+            "question": "What did Grace Hopper eat for breakfast in 1950?",
+            "dimensions": ["faithfulness", "calibration"]}  # fmt: skip
+    suite.write_text(json.dumps(task) + "\n")
+    config = RunConfig(suite=str(suite), trials=1, out=tmp_path / "results", read_first=0)
+    outcome = run_eval(config, model=Capped(256, length=20), source=tiny, progress=False)
+    frame = pd.read_parquet(outcome.parquet)
+    assert set(frame["max_tokens"]) == {256}
+    assert outcome.meta.max_tokens == 256
+    folder = tmp_path / "results" / "journals" / outcome.meta.run_id
+    assert json.loads((folder / "meta.json").read_text())["max_tokens"] == 256
+
+
+def test_a_served_model_knows_its_cap_before_its_server_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WIKIQA_MODEL_MAX_TOKENS", "384")
+    served = ServedModel("local")
+    assert served.max_tokens == 384 and served._model is None  # nothing started
