@@ -120,6 +120,15 @@ def test_a_run_records_the_cap_its_model_was_called_with(
     assert outcome.meta.max_tokens == 256
     folder = tmp_path / "results" / "journals" / outcome.meta.run_id
     assert json.loads((folder / "meta.json").read_text())["max_tokens"] == 256
+    # finishing it under another cap would mix two agents in one run: refused, nothing lost
+    journal = (folder / "journal.jsonl").read_text()
+    with pytest.raises(ValueError, match="max_tokens 256; this model's cap is 1024"):
+        run_eval(config, outcome.meta.run_id, model=Capped(1024, 20), source=tiny, progress=False)
+    assert (folder / "journal.jsonl").read_text() == journal
+    again = run_eval(
+        config, outcome.meta.run_id, model=Capped(256, 20), source=tiny, progress=False
+    )
+    assert again.trials_run == 0 and again.meta.max_tokens == 256
 
 
 def test_a_served_model_knows_its_cap_before_its_server_starts(

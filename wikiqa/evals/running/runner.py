@@ -213,6 +213,12 @@ class Runner:
                 raise ValueError(
                     f"run {resume} used suite {meta.suite_hash}; the file is now {digest}"
                 )
+            cap = output_cap(self.model)
+            if meta.max_tokens is not None and meta.max_tokens != cap:
+                raise ValueError(
+                    f"run {resume} called its model with max_tokens {meta.max_tokens}; this "
+                    f"model's cap is {cap} (set WIKIQA_MODEL_MAX_TOKENS, or a step's MAX_TOKENS)"
+                )
             # The run's folder is where it is resumed, not what its meta.json says: a committed
             # journal names it relative to the repository, and read from a notebook's working
             # directory that put the change-log row in experiments/results/.
