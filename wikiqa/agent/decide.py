@@ -210,6 +210,34 @@ def confidence(state: RunState, output: Output, found: dict[str, float]) -> floa
     return round(value, 3)
 
 
+def abstained(
+    state: RunState, answer: Answer, found: dict[str, float], score: float, below: float
+) -> Refusal:
+    """The `abstain_below` lever: an answer that passed every check but scores under the
+    threshold becomes a refusal (with confidence 0 and no signals, as every refusal). What it
+    would have said, its signals and its score stay in the trace, so a replay can put the answer
+    back at another threshold."""
+    state.event(
+        "decision",
+        f"abstained: confidence {score:.3f} under {below:.3f}",
+        answer=answer.text,
+        citations=[c.model_dump() for c in answer.citations],
+        signals=found,
+        confidence=score,
+        abstain_below=below,
+    )
+    return abstention(score, below)
+
+
+def abstention(score: float, below: float) -> Refusal:
+    """The refusal the `abstain_below` lever returns for an answer scored `score`."""
+    reason = (
+        f"The answer found scored a confidence of {score:.2f}, under the {below:.2f} this run "
+        "abstains below."
+    )
+    return Refusal(reason=reason, reason_code="low_confidence")
+
+
 def describe(output: Output) -> str:
     """One line for the trace's decision event."""
     if isinstance(output, Answer):

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from wikiqa.agent.actions import run_tool
-from wikiqa.agent.decide import confidence, decide, describe, last_look, signals
+from wikiqa.agent.decide import abstained, confidence, decide, describe, last_look, signals
 from wikiqa.agent.grounding import quotable_text
 from wikiqa.agent.prompts import (
     BASELINE_SYSTEM_PROMPT,
@@ -103,10 +103,13 @@ class Agent:
         spotlight: bool = False,
         strict_support: bool = False,
         trim_quotes: bool = False,
+        abstain_below: float = 0.0,
         on_event: Callable[[TraceEvent], None] | None = None,
     ) -> None:
         if budget < 1:
             raise ValueError("budget must be at least 1")
+        if not 0.0 <= abstain_below <= 1.0:
+            raise ValueError(f"abstain_below must be in [0, 1], got {abstain_below}")
         if not 0 <= read_first < budget:
             raise ValueError("read_first must be at least 0 and below the budget")
         self.model = model
@@ -119,6 +122,7 @@ class Agent:
         self.spotlight = spotlight  # datamark retrieved text (see `prompts.SPOTLIGHT_NOTE`)
         self.strict_support = strict_support  # the answer's own words must be in its quotes
         self.trim_quotes = trim_quotes  # a quote's non-verbatim tail is cut before the checks
+        self.abstain_below = abstain_below  # refuse an answer whose confidence is under this
         self.on_event = on_event
 
     def ask(self, question: str) -> AgentResult:
@@ -156,10 +160,13 @@ class _Run:
                 reason=f"The model was unavailable: {err}", reason_code="model_unavailable"
             )
         output = last_look(state, output)
-        state.event("decision", describe(output), kind_of_output=output.kind)
-        spec = self.agent.model.spec
         found = signals(state, output)
         score = confidence(state, output, found)
+        if isinstance(output, Answer) and score < self.agent.abstain_below:
+            output = abstained(state, output, found, score, self.agent.abstain_below)
+            found, score = {}, 0.0
+        state.event("decision", describe(output), kind_of_output=output.kind)
+        spec = self.agent.model.spec
         return AgentResult(
             question=state.question,
             output=output,

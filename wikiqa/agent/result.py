@@ -20,6 +20,7 @@ RefusalCode = Literal[
     "budget_exhausted",  # the tool-call budget ran out before a decision
     "no_decision",  # the model kept replying without calling a tool
     "model_refused",  # the model (or its provider's filter) declined: its decision, not an outage
+    "low_confidence",  # an answer that passed every check scored under the abstain_below lever
     "invalid_question",
     "source_unavailable",  # infrastructure: Wikipedia failed after retries
     "model_unavailable",  # infrastructure: the model API failed after retries

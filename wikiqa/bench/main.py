@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from wikiqa.bench.abstaining import bench_abstaining
+from wikiqa.bench.abstaining import report as abstaining_report
 from wikiqa.bench.ask import bench_ask
 from wikiqa.bench.cassette import bench_cassette
 from wikiqa.bench.cassette import report as cassette_report
@@ -47,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cassette",
             "scale",
             "snapping",
+            "abstaining",
         ],
     )
     parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
@@ -92,8 +95,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--journal",
         type=Path,
-        help="snapping, reading: a run's journal folder (results/journals/RUN_ID) to replay quote "
-        "repair on (snapping), or to read where its correct answers were lost (reading)",
+        help="snapping, reading, abstaining: a run's journal folder (results/journals/RUN_ID) to "
+        "replay quote repair on (snapping), to read where its correct answers were lost "
+        "(reading), or to replay the abstain_below lever on (abstaining)",
+    )
+    parser.add_argument(
+        "--below", type=float, default=0.4, help="abstaining: the threshold (default 0.4)"
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
@@ -144,6 +151,11 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             raise ValueError("snapping needs --journal results/journals/RUN_ID")
         figures = bench_snapping(args.journal)
         report = snapping_report(figures)
+    elif args.suite == "abstaining":
+        if args.journal is None:
+            raise ValueError("abstaining needs --journal results/journals/RUN_ID")
+        figures = bench_abstaining(args.journal, args.below)
+        report = abstaining_report(figures)
     elif args.suite == "scale":
         figures = bench_scale()
         report = (

@@ -10,6 +10,7 @@ import sys
 
 from wikiqa.agent import AgentResult, Answer, TraceEvent
 from wikiqa.cli.common import (
+    ABSTAIN_BELOW_HELP,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     MODEL_HELP,
@@ -21,6 +22,7 @@ from wikiqa.cli.common import (
     CliError,
     count,
     positive_int,
+    unit_float,
     wiki_source,
 )
 from wikiqa.config import Settings
@@ -70,6 +72,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             spotlight=args.spotlight,
             strict_support=args.strict_support,
             trim_quotes=args.trim_quotes,
+            abstain_below=args.abstain_below,
             on_event=stream if args.verbose else None,
         )
     except ValueError as err:
@@ -119,6 +122,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ask.add_argument("--spotlight", action="store_true", help=SPOTLIGHT_HELP)
     ask.add_argument("--strict-support", action="store_true", help=STRICT_SUPPORT_HELP)
     ask.add_argument("--trim-quotes", action="store_true", help=TRIM_QUOTES_HELP)
+    ask.add_argument(
+        "--abstain-below", type=unit_float, default=0.0, metavar="T", help=ABSTAIN_BELOW_HELP
+    )
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ask.add_argument("-v", "--verbose", action="store_true", help="stream the trace to stderr")
     ask.set_defaults(func=cmd_ask)

@@ -40,6 +40,10 @@ STRICT_SUPPORT_HELP = (
     "off by default (a lever)"
 )
 
+ABSTAIN_BELOW_HELP = (
+    "refuse an answer that passed every check when its fitted confidence is under T (0 to 1; "
+    "default 0, never; a lever)"
+)
 TRIM_QUOTES_HELP = (
     "cut a non-verbatim quote to its leading sentences that are verbatim (re-attributed if "
     "another fetched article has them) before the checks; off by default (a lever)"
@@ -70,6 +74,17 @@ def positive_int(text: str) -> int:
 
 def count(text: str) -> int:
     return int_from(text, 0, "a non-negative integer")
+
+
+def unit_float(text: str) -> float:
+    """A number from 0 to 1 (a threshold on a confidence)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {value}")
+    return value
 
 
 def wiki_source(spec: str) -> WikiSource:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from wikiqa.cli.common import (
+    ABSTAIN_BELOW_HELP,
     EXECUTOR_HELP,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
@@ -27,6 +28,7 @@ from wikiqa.cli.common import (
     CliError,
     count,
     positive_int,
+    unit_float,
 )
 from wikiqa.config import Settings
 from wikiqa.sources import SnapshotError
@@ -51,6 +53,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         "spotlight": args.spotlight or None,
         "strict_support": args.strict_support or None,
         "trim_quotes": args.trim_quotes or None,
+        "abstain_below": args.abstain_below,
         "limit": args.limit,
         "experiment": args.experiment,
         "change": args.change,
@@ -218,6 +221,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spotlight", action="store_true", help=SPOTLIGHT_HELP)
     p.add_argument("--strict-support", action="store_true", help=STRICT_SUPPORT_HELP)
     p.add_argument("--trim-quotes", action="store_true", help=TRIM_QUOTES_HELP)
+    p.add_argument(
+        "--abstain-below", type=unit_float, default=None, metavar="T", help=ABSTAIN_BELOW_HELP
+    )
     p.add_argument("--limit", type=positive_int, default=None, help="run only the first N tasks")
     p.add_argument(
         "--out",

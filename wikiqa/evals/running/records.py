@@ -49,6 +49,12 @@ class RunConfig(BaseModel):
         description="Cut a non-verbatim quote to its leading sentences that are verbatim before "
         "the checks (a lever).",
     )
+    abstain_below: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Refuse an answer whose fitted confidence is under this (0: never; a lever).",
+    )
     limit: int | None = Field(None, ge=1, description="Run only the first N tasks.")
     experiment: str = "adhoc"
     change: str = ""

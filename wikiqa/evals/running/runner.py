@@ -157,6 +157,7 @@ class Runner:
                 spotlight=self.config.spotlight,
                 strict_support=self.config.strict_support,
                 trim_quotes=self.config.trim_quotes,
+                abstain_below=self.config.abstain_below,
             )
             result = agent.ask(task.question)
             if not result.infrastructure_error or attempts >= self.infra_attempts:
