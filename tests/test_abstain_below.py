@@ -128,3 +128,19 @@ def test_the_replay_on_a_journal_is_what_the_lever_runs(
     assert "answers it refuses: 4" in report(replay)
     with pytest.raises(ValueError, match="--below must be in"):
         bench_abstaining(tmp_path / "journals" / plain.meta.run_id, 1.5)
+
+
+def test_the_figures_the_readme_reports_for_step_15() -> None:
+    # README, step 15's replay on step 14's committed slice journal, before step 15 ran
+    from wikiqa.bench.abstaining import bench_abstaining
+    from wikiqa.evals.paths import ROOT
+
+    journal = ROOT / "results" / "journals" / "20261201T184905Z-14-qwen-trim-quotes-3f3929"
+    replay = bench_abstaining(journal, 0.4)
+    assert (replay["trials"], replay["answered"]) == (150, 51)
+    assert replay["refused"] == {
+        "correct": 7, "incorrect": 7, "undecided": 15, "answered_unanswerable": 9
+    }  # fmt: skip
+    assert replay["unanswerable_refused"] == {"before": 27, "after": 36}
+    assert (replay["tasks"]["a"], replay["tasks"]["b"]) == (0.1867, 0.2467)
+    assert (replay["tasks"]["gained"], replay["tasks"]["lost"]) == (9, 0)
