@@ -124,5 +124,5 @@ def _fetch(state: RunState, call: ToolCall, fetch: FetchArgs) -> ToolResult:
             f"{len(found)} instruction-like passages or addresses in {article.title!r}",
             findings=[f.model_dump() for f in found],
         )
-    content = render_article(article, state.spotlight)
+    content = render_article(article, state.spotlight, numbers=state.cite_sentences)
     return ToolResult(call_id=call.id, name=call.name, content=content, artifact=article)

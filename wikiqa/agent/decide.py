@@ -9,6 +9,7 @@ path, passes the guard once more (`last_look`).
 from __future__ import annotations
 
 from wikiqa.agent.actions import parse_args
+from wikiqa.agent.citing import resolve
 from wikiqa.agent.grounding import citation_problems, repaired, trimmed
 from wikiqa.agent.guard import violations
 from wikiqa.agent.result import Answer, Citation, Output, Refusal
@@ -46,13 +47,20 @@ def decide(state: RunState, call: ToolCall) -> Answer | Refusal | ToolResult:
             reason = NOT_SUPPORTED
         return Refusal(reason=reason, reason_code="not_supported")
 
-    submit = parse_args(SubmitArgs, call.arguments) if not call.error else call.error
+    # the cite_sentences lever: a citation by number gets its sentence as the quote
+    arguments, unresolved = (
+        resolve(call.arguments, state.fetched) if state.cite_sentences else (call.arguments, [])
+    )
+    submit = parse_args(SubmitArgs, arguments) if not call.error else call.error
     if isinstance(submit, SubmitArgs):
         submit = _unmarked(submit)
         if state.trim_quotes:
             submit = _trimmed(state, submit)
-    if isinstance(submit, str):
-        problems, guard_problems = [f"malformed submission: {submit}"], []
+    guard_problems: list[str] = []
+    if unresolved:  # named before the schema's complaint that a citation is missing
+        problems = unresolved
+    elif isinstance(submit, str):
+        problems = [f"malformed submission: {submit}"]
     else:
         problems = citation_problems(submit.citations, state.fetched)
         problems += (

@@ -36,14 +36,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from wikiqa.agent.actions import run_tool
+from wikiqa.agent.citing import resolve
 from wikiqa.agent.decide import abstained, confidence, decide, describe, last_look, signals
 from wikiqa.agent.grounding import quotable_text
 from wikiqa.agent.prompts import (
     BASELINE_SYSTEM_PROMPT,
+    CITING_NUDGE,
     NUDGE,
     SYSTEM_PROMPT,
     prompt_hash,
     system_prompt,
+    tools_for,
 )
 from wikiqa.agent.result import (
     INFRASTRUCTURE_CODES,
@@ -104,6 +107,7 @@ class Agent:
         strict_support: bool = False,
         trim_quotes: bool = False,
         abstain_below: float = 0.0,
+        cite_sentences: bool = False,
         on_event: Callable[[TraceEvent], None] | None = None,
     ) -> None:
         if budget < 1:
@@ -123,6 +127,8 @@ class Agent:
         self.strict_support = strict_support  # the answer's own words must be in its quotes
         self.trim_quotes = trim_quotes  # a quote's non-verbatim tail is cut before the checks
         self.abstain_below = abstain_below  # refuse an answer whose confidence is under this
+        self.cite_sentences = cite_sentences  # sentences shown numbered, cited by number
+        self.tools = tools_for(cite_sentences)
         self.on_event = on_event
 
     def ask(self, question: str) -> AgentResult:
@@ -142,6 +148,7 @@ class _Run:
             spotlight=agent.spotlight,
             strict_support=agent.strict_support,
             trim_quotes=agent.trim_quotes,
+            cite_sentences=agent.cite_sentences,
             on_event=agent.on_event,
         )
 
@@ -201,7 +208,9 @@ class _Run:
             latency_ms=round((time.perf_counter() - start) * 1000, 3),
             model=spec,
             source=self.agent.source.name,
-            prompt_hash=prompt_hash(self.agent.retrieval, self.agent.spotlight),
+            prompt_hash=prompt_hash(
+                self.agent.retrieval, self.agent.spotlight, self.agent.cite_sentences
+            ),
         )
 
     def _loop(self) -> Answer | Refusal:
@@ -234,10 +243,10 @@ class _Run:
             offered = self._offered()  # enforced on the calls below, not sent: see the docstring
             # A turn that must decide asks for a tool call (a grammar, where the server has
             # one): plain text there is a dead end, and small models answer in prose.
-            deciding = deciding or offered != TOOLS
+            deciding = deciding or offered != self.agent.tools
             turn = self._model_turn(
-                system_prompt(self.agent.spotlight),
-                tools=TOOLS,
+                system_prompt(self.agent.spotlight, self.agent.cite_sentences),
+                tools=self.agent.tools,
                 options=DECIDING if deciding else None,
             )
             if turn.stop_reason in MODEL_REFUSALS:
@@ -252,7 +261,8 @@ class _Run:
                         reason="The model gave no answer or refusal.", reason_code="no_decision"
                     )
                 nudged = deciding = True
-                state.messages.append(UserMessage(text=NUDGE))
+                nudge = CITING_NUDGE if self.agent.cite_sentences else NUDGE
+                state.messages.append(UserMessage(text=nudge))
                 continue
             results: list[Message] = []
             for call in turn.message.tool_calls:
@@ -274,8 +284,8 @@ class _Run:
 
     def _offered(self) -> tuple[ToolSpec, ...]:
         if self.agent.budget - self.state.tool_calls > CLOSING:
-            return TOOLS
-        return tuple(t for t in TOOLS if t.name in TERMINAL)
+            return self.agent.tools
+        return tuple(t for t in self.agent.tools if t.name in TERMINAL)
 
     def _closed_book(self) -> Answer | Refusal:
         """Tools off: the reply is the answer, uncited. Ungrounded by construction, which is
@@ -309,14 +319,24 @@ class _Run:
             turn.usage,
             stop_reason=turn.stop_reason,
             text=turn.message.text,
-            calls=[
-                {"name": c.name, "arguments": c.arguments, "error": c.error}
-                for c in turn.message.tool_calls
-            ],
+            calls=[self._logged(c) for c in turn.message.tool_calls],
             cached=turn.cached,
             tool_choice=options.tool_choice if options is not None else None,
         )
         return turn
+
+    def _logged(self, call: ToolCall) -> dict[str, Any]:
+        """A model's call as the trace keeps it; under the cite_sentences lever a submission
+        also keeps its citations with the sentences put in (`quoted`), so replays and labels
+        read it as any other submission."""
+        logged: dict[str, Any] = {
+            "name": call.name,
+            "arguments": call.arguments,
+            "error": call.error,
+        }
+        if self.agent.cite_sentences and call.name == SUBMIT and not call.error:
+            logged["quoted"] = resolve(call.arguments, self.state.fetched)[0]
+        return logged
 
 
 def _brief(arguments: dict[str, Any]) -> str:

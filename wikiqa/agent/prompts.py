@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from wikiqa.models import TOOLS
+from wikiqa.models import CITING_TOOLS, TOOLS, ToolSpec
 from wikiqa.text import DATAMARK
 
 SYSTEM_PROMPT = """\
@@ -44,15 +44,39 @@ ordinary spaces instead of {DATAMARK}.
 """
 
 
-def system_prompt(spotlight: bool = False) -> str:
-    """The agent's system prompt, with the datamarking note when spotlighting is on."""
-    return SYSTEM_PROMPT + (SPOTLIGHT_NOTE if spotlight else "")
+# The cite_sentences lever (`wikiqa.agent.citing`): rule 2's citation, and the nudge's, by number.
+QUOTING = """Each citation copies a passage word for word (at least three \
+words) from an article you fetched, with that article's exact title."""
+CITING = """Each citation gives the exact title of an article you \
+fetched and the number n of the sentence, shown as [n] in it, that states the answer."""
+CITING_NUDGE = (
+    "That reply was not a tool call. If it answers the question, call submit_answer now: the "
+    "answer, and a citation with the article's title and the number [n] of the sentence that "
+    "states it. Otherwise call refuse."
+)
 
 
-def prompt_hash(retrieval: bool = True, spotlight: bool = False) -> str:
+def system_prompt(spotlight: bool = False, cite_sentences: bool = False) -> str:
+    """The agent's system prompt, with the datamarking note when spotlighting is on, and
+    citations by sentence number under the cite_sentences lever."""
+    base = SYSTEM_PROMPT.replace(QUOTING, CITING) if cite_sentences else SYSTEM_PROMPT
+    return base + (SPOTLIGHT_NOTE if spotlight else "")
+
+
+def tools_for(cite_sentences: bool = False) -> tuple[ToolSpec, ...]:
+    """The tools a run offers: the citing ones under the cite_sentences lever."""
+    return CITING_TOOLS if cite_sentences else TOOLS
+
+
+def prompt_hash(
+    retrieval: bool = True, spotlight: bool = False, cite_sentences: bool = False
+) -> str:
     """Identifies the prompt and tool schemas a run used (recorded with every result);
-    spotlighting changes the prompt, so it changes the hash."""
-    prompt = {"system": system_prompt(spotlight), "tools": [t.model_dump() for t in TOOLS]}
+    spotlighting and citing by number change the prompt, so they change the hash."""
+    prompt = {
+        "system": system_prompt(spotlight, cite_sentences),
+        "tools": [t.model_dump() for t in tools_for(cite_sentences)],
+    }
     if not retrieval:
         prompt = {"system": BASELINE_SYSTEM_PROMPT, "tools": []}
     payload = json.dumps(prompt, sort_keys=True)

@@ -10,7 +10,7 @@ import re
 import unicodedata
 
 from wikiqa.sources import Article, SearchHit
-from wikiqa.text import DATAMARK
+from wikiqa.text import DATAMARK, sentences
 
 # Anything that renders or tokenizes as "<": the ASCII sign, its fullwidth and small forms, and
 # the HTML entities a model may read as one.
@@ -70,12 +70,25 @@ def render_hits(query: str, hits: list[SearchHit], spotlight: bool = False) -> s
     return "\n".join(lines)
 
 
-def render_article(article: Article, spotlight: bool = False) -> str:
+def numbered(article: Article) -> list[str]:
+    """The article's sentences in the order the `cite_sentences` lever numbers them, [1] first
+    (what a citation by number refers to: `wikiqa.agent.citing`)."""
+    return sentences(article.text)
+
+
+def render_article(article: Article, spotlight: bool = False, numbers: bool = False) -> str:
+    """An article as the model reads it; with `numbers` (the `cite_sentences` lever) each
+    sentence of its text is preceded by its number, `[1] First. [2] Second.`"""
     mark = datamark if spotlight else str
     kind = ' disambiguation="true"' if article.is_disambiguation else ""
+    text = (
+        " ".join(f"[{i}] {s}" for i, s in enumerate(numbered(article), start=1))
+        if numbers
+        else article.text
+    )
     lines = [
         f'<untrusted_wikipedia_article title="{_attr(article.title)}"{kind}>',
-        mark(_defang(article.text)),
+        mark(_defang(text)),
     ]
     if article.infobox:
         lines.append("Infobox:")

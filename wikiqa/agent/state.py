@@ -31,6 +31,8 @@ class RunState:
     strict_support: bool = False
     # a quote's garbled tail is dropped before the checks (the trim_quotes lever, `decide`)
     trim_quotes: bool = False
+    # articles are shown with numbered sentences, cited by number (the lever, `agent.citing`)
+    cite_sentences: bool = False
     on_event: Callable[[TraceEvent], None] | None = None
     messages: list[Message] = field(default_factory=list)
     fetched: Fetched = field(default_factory=Fetched)

@@ -11,6 +11,7 @@ import sys
 from wikiqa.agent import AgentResult, Answer, TraceEvent
 from wikiqa.cli.common import (
     ABSTAIN_BELOW_HELP,
+    CITE_SENTENCES_HELP,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     MODEL_HELP,
@@ -73,6 +74,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             strict_support=args.strict_support,
             trim_quotes=args.trim_quotes,
             abstain_below=args.abstain_below,
+            cite_sentences=args.cite_sentences,
             on_event=stream if args.verbose else None,
         )
     except ValueError as err:
@@ -122,6 +124,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ask.add_argument("--spotlight", action="store_true", help=SPOTLIGHT_HELP)
     ask.add_argument("--strict-support", action="store_true", help=STRICT_SUPPORT_HELP)
     ask.add_argument("--trim-quotes", action="store_true", help=TRIM_QUOTES_HELP)
+    ask.add_argument("--cite-sentences", action="store_true", help=CITE_SENTENCES_HELP)
     ask.add_argument(
         "--abstain-below", type=unit_float, default=0.0, metavar="T", help=ABSTAIN_BELOW_HELP
     )

@@ -40,6 +40,10 @@ STRICT_SUPPORT_HELP = (
     "off by default (a lever)"
 )
 
+CITE_SENTENCES_HELP = (
+    "show fetched articles with numbered sentences and let the model cite {title, sentence: n}; "
+    "the loop puts the sentence in the quote (off by default; a lever)"
+)
 ABSTAIN_BELOW_HELP = (
     "refuse an answer that passed every check when its fitted confidence is under T (0 to 1; "
     "default 0, never; a lever)"

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from wikiqa.cli.common import (
     ABSTAIN_BELOW_HELP,
+    CITE_SENTENCES_HELP,
     EXECUTOR_HELP,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
@@ -54,6 +55,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         "strict_support": args.strict_support or None,
         "trim_quotes": args.trim_quotes or None,
         "abstain_below": args.abstain_below,
+        "cite_sentences": args.cite_sentences or None,
         "limit": args.limit,
         "experiment": args.experiment,
         "change": args.change,
@@ -221,6 +223,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spotlight", action="store_true", help=SPOTLIGHT_HELP)
     p.add_argument("--strict-support", action="store_true", help=STRICT_SUPPORT_HELP)
     p.add_argument("--trim-quotes", action="store_true", help=TRIM_QUOTES_HELP)
+    p.add_argument("--cite-sentences", action="store_true", help=CITE_SENTENCES_HELP)
     p.add_argument(
         "--abstain-below", type=unit_float, default=None, metavar="T", help=ABSTAIN_BELOW_HELP
     )

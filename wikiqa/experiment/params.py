@@ -64,6 +64,9 @@ class StepParameters(BaseModel):
     TRIM_QUOTES: bool = Field(
         False, description="cut a quote's non-verbatim tail to its verbatim leading sentences"
     )
+    CITE_SENTENCES: bool = Field(
+        False, description="show articles' sentences numbered and take citations by number"
+    )
     ABSTAIN_BELOW: float = Field(
         0.0, ge=0.0, le=1.0, description="0: never | refuse an answer whose confidence is under it"
     )

@@ -76,7 +76,8 @@ def _config(p: StepParameters, name: str, model: str, out: Path) -> RunConfig:
             trials=p.TRIALS, concurrency=p.CONCURRENCY, limit=p.LIMIT, change=p.CHANGE,
             kind=p.KIND, retrieval=p.RETRIEVAL, budget=p.BUDGET or DEFAULT_BUDGET,
             read_first=p.READ_FIRST, spotlight=p.SPOTLIGHT, strict_support=p.STRICT_SUPPORT,
-            trim_quotes=p.TRIM_QUOTES, abstain_below=p.ABSTAIN_BELOW, out=out,
+            trim_quotes=p.TRIM_QUOTES, abstain_below=p.ABSTAIN_BELOW,
+            cite_sentences=p.CITE_SENTENCES, out=out,
             executor=p.EXECUTOR,
         )  # fmt: skip
     except ValueError as err:

@@ -33,6 +33,7 @@ from wikiqa.models.protocol import (
 )
 from wikiqa.models.scripted import ScriptedModel
 from wikiqa.models.tools import (
+    CITING_TOOLS,
     FETCH,
     FORCED_ID,
     REFUSE,
@@ -48,6 +49,7 @@ from wikiqa.models.tools import (
 )
 
 __all__ = [
+    "CITING_TOOLS",
     "FETCH",
     "FORCED_ID",
     "PRICE_NOTE",

@@ -43,6 +43,24 @@ class SubmitArgs(BaseModel):
     citations: list[CitationArg] = Field(min_length=1)
 
 
+class SentenceCitationArg(BaseModel):
+    """A citation by number (the `cite_sentences` lever): the loop puts sentence `sentence` of
+    the article, as the model was shown it, in the quote before any check."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(min_length=1)
+    sentence: int
+
+
+class SentenceSubmitArgs(BaseModel):
+    """What `submit_answer` asks of a model under the `cite_sentences` lever (the schema it is
+    offered; its arguments become `SubmitArgs` once the sentences are put in)."""
+
+    model_config = ConfigDict(extra="forbid")
+    answer: str = Field(min_length=1, max_length=4000)
+    citations: list[SentenceCitationArg] = Field(min_length=1)
+
+
 class RefuseArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     reason: str = Field(min_length=1, max_length=2000)
@@ -91,4 +109,19 @@ TOOLS: tuple[ToolSpec, ...] = (
         description="Decline to answer because the fetched Wikipedia text does not support one.",
         parameters=_schema(RefuseArgs),
     ),
+)
+# The `cite_sentences` lever's tools: the same four, with citations by sentence number.
+CITING_TOOLS: tuple[ToolSpec, ...] = tuple(
+    ToolSpec(
+        name=SUBMIT,
+        description=(
+            "Submit the final answer. Every citation names an article you fetched with "
+            "get_article, by its exact title, and the number [n] of the sentence in it that "
+            "states the answer."
+        ),
+        parameters=_schema(SentenceSubmitArgs),
+    )
+    if tool.name == SUBMIT
+    else tool
+    for tool in TOOLS
 )

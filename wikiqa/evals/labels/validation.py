@@ -96,7 +96,8 @@ def proposals(journal: Path) -> list[LabelledExample]:
 
 
 def _proposed(call: dict[str, Any]) -> Output | None:
-    arguments = call.get("arguments") or {}
+    # a citation by number (the cite_sentences lever) is read with its sentence put in
+    arguments = call.get("quoted") or call.get("arguments") or {}
     if call.get("name") == "refuse" and isinstance(arguments.get("reason"), str):
         return Refusal(reason=arguments["reason"], reason_code="not_supported")
     if call.get("name") != "submit_answer" or not isinstance(arguments.get("answer"), str):

@@ -49,6 +49,11 @@ class RunConfig(BaseModel):
         description="Cut a non-verbatim quote to its leading sentences that are verbatim before "
         "the checks (a lever).",
     )
+    cite_sentences: bool = Field(
+        False,
+        description="Show fetched articles with numbered sentences and take citations by number "
+        "(a lever).",
+    )
     abstain_below: float = Field(
         0.0,
         ge=0.0,

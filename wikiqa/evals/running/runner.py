@@ -158,6 +158,7 @@ class Runner:
                 strict_support=self.config.strict_support,
                 trim_quotes=self.config.trim_quotes,
                 abstain_below=self.config.abstain_below,
+                cite_sentences=self.config.cite_sentences,
             )
             result = agent.ask(task.question)
             if not result.infrastructure_error or attempts >= self.infra_attempts:
@@ -238,7 +239,7 @@ class Runner:
                 suite_hash=digest,
                 source_name=self.source.name,
                 source_hash=_source_hash(self.source),
-                prompt_hash=prompt_hash(config.retrieval, config.spotlight),
+                prompt_hash=prompt_hash(config.retrieval, config.spotlight, config.cite_sentences),
                 model=self.model.spec,
                 judge=self.judge_model.spec if self.judge_model else None,
                 tasks=len(tasks),

@@ -1,0 +1,135 @@
+"""The `cite_sentences` lever: articles shown with numbered sentences, cited by number, and the
+loop puts the cited sentence in the quote before any check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from wikiqa.agent import Agent, Answer, Refusal
+from wikiqa.agent.prompts import prompt_hash, system_prompt, tools_for
+from wikiqa.evals import RunConfig, run_eval
+from wikiqa.evals.labels.validation import proposals
+from wikiqa.experiment.params import StepParameters
+from wikiqa.models import SUBMIT, ScriptedModel, ToolResult
+from wikiqa.sources import SnapshotSource
+
+QUESTION = "Who developed the FLOW-MATIC programming language?"
+FETCH = [{"name": "get_article", "arguments": {"title": "Grace Hopper"}}]
+SECOND = "She developed the FLOW-MATIC programming language."
+
+
+def _cite(title: str, sentence: Any, answer: str = "Grace Hopper developed it.") -> list[Any]:
+    citation = {"title": title, "sentence": sentence}
+    return [{"name": "submit_answer", "arguments": {"answer": answer, "citations": [citation]}}]
+
+
+def test_the_model_reads_numbered_sentences_and_its_number_becomes_the_quote(
+    tiny: SnapshotSource,
+) -> None:
+    script = [FETCH, _cite("grace hopper", 2)]
+    result = Agent(ScriptedModel(script), tiny, cite_sentences=True).ask(QUESTION)
+    assert isinstance(result.output, Answer)
+    [citation] = result.output.citations
+    assert (citation.title, citation.quote) == ("Grace Hopper", SECOND)  # the article's own title
+    model = [e for e in result.trace if e.kind == "model"][-1]
+    [call] = model.detail["calls"]
+    assert call["arguments"]["citations"] == [{"title": "grace hopper", "sentence": 2}]
+    assert call["quoted"]["citations"] == [{"title": "Grace Hopper", "quote": SECOND}]
+    # what the model was shown: each sentence after its number
+    shown = _shown(tiny, cite_sentences=True)
+    assert (
+        "[1] Grace Brewster Hopper was an American computer scientist. [2] She developed" in shown
+    )
+    assert "[1]" not in _shown(tiny, cite_sentences=False)
+
+
+class _Recording:
+    """A scripted model that keeps the conversation it was last sent."""
+
+    def __init__(self, script: list[Any]) -> None:
+        self.inner, self.spec = ScriptedModel(script), "scripted"
+        self.sent: list[Any] = []
+
+    def __call__(self, system: str, messages: Any, tools: Any, options: Any = None) -> Any:
+        self.sent = list(messages)
+        return self.inner(system, messages, tools, options)
+
+
+def _shown(tiny: SnapshotSource, cite_sentences: bool) -> str:
+    """The fetched article as the model read it."""
+    model = _Recording([FETCH, _cite("Grace Hopper", 2)])
+    Agent(model, tiny, cite_sentences=cite_sentences).ask(QUESTION)
+    return "\n".join(m.content for m in model.sent if isinstance(m, ToolResult))
+
+
+def test_a_number_the_article_lacks_gets_the_repair_turn_naming_what_exists(
+    tiny: SnapshotSource,
+) -> None:
+    script = [FETCH, _cite("Grace Hopper", 7), _cite("Grace Hopper", 2)]
+    result = Agent(ScriptedModel(script), tiny, cite_sentences=True).ask(QUESTION)
+    assert isinstance(result.output, Answer) and result.output.citations[0].quote == SECOND
+    [repair] = [e for e in result.trace if e.kind == "repair"]
+    assert "'Grace Hopper' has sentences [1] to [2]; there is no [7]" in repair.summary
+    unfetched = [FETCH, _cite("Mount Everest", 1), _cite("Mount Everest", 1)]
+    refused = Agent(ScriptedModel(unfetched), tiny, cite_sentences=True).ask(QUESTION)
+    assert isinstance(refused.output, Refusal) and refused.output.reason_code == "ungrounded"
+    [repair] = [e for e in refused.trace if e.kind == "repair"]
+    assert "'Mount Everest' was not fetched in this run (fetched: Grace Hopper)" in repair.summary
+    for bad in ("2", True, 0, -1):  # not a sentence number: rejected, never read as one
+        wrong = [FETCH, _cite("Grace Hopper", bad), _cite("Grace Hopper", bad)]
+        out = Agent(ScriptedModel(wrong), tiny, cite_sentences=True).ask(QUESTION).output
+        assert isinstance(out, Refusal) and out.reason_code == "ungrounded", bad
+
+
+def test_the_checks_still_run_on_the_sentence_put_in(tiny: SnapshotSource) -> None:
+    """A number only picks the quote: an answer the cited sentence does not state is still
+    rejected, and a quote given as text is still checked as one."""
+    wrong = _cite("Grace Hopper", 1, answer="John Backus developed FLOW-MATIC.")
+    result = Agent(ScriptedModel([FETCH, wrong, wrong]), tiny, cite_sentences=True).ask(QUESTION)
+    assert isinstance(result.output, Refusal) and result.output.reason_code == "ungrounded"
+    quoted = {"title": "Grace Hopper", "quote": SECOND}
+    submit = [
+        {"name": "submit_answer", "arguments": {"answer": "Grace Hopper.", "citations": [quoted]}}
+    ]
+    kept = Agent(ScriptedModel([FETCH, submit]), tiny, cite_sentences=True).ask(QUESTION)
+    assert isinstance(kept.output, Answer) and kept.output.citations[0].quote == SECOND
+
+
+def test_the_lever_changes_the_prompt_and_the_tools_and_nothing_without_it() -> None:
+    assert prompt_hash() == "b1f854c30774f8cd"  # every recorded run's hash: unchanged
+    assert prompt_hash(cite_sentences=True) != prompt_hash()
+    assert "number n of the sentence, shown as [n]" in system_prompt(cite_sentences=True)
+    assert "copies a passage word for word" in system_prompt()
+    submit = next(t for t in tools_for(True) if t.name == SUBMIT)
+    item = submit.parameters["properties"]["citations"]["items"]
+    item = submit.parameters["$defs"][item["$ref"].rsplit("/", 1)[1]] if "$ref" in item else item
+    assert set(item["properties"]) == {"title", "sentence"}
+    assert item["properties"]["sentence"]["type"] == "integer"
+    assert [t.name for t in tools_for(True)] == [t.name for t in tools_for(False)]
+
+
+def test_a_run_records_the_lever_and_its_proposals_read_as_quotes(
+    tiny: SnapshotSource, tmp_path: Path
+) -> None:
+    assert StepParameters(CITE_SENTENCES=True).CITE_SENTENCES is True
+    task = {
+        "id": "flow-matic", "category": "factual", "should_refuse": False, "question": QUESTION,
+        "dimensions": ["faithfulness", "correctness", "attribution", "calibration"],
+        "reference_answer": "Grace Hopper", "answers": ["Grace Hopper"],
+        "expected_sources": ["Grace Hopper"],
+    }  # fmt: skip
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps(task) + "\n")
+    config = RunConfig(
+        suite=str(suite), trials=1, cite_sentences=True, cache=False, out=tmp_path, infra_backoff=0
+    )
+    script = [FETCH, _cite("Grace Hopper", 2)]
+    outcome = run_eval(config, model=ScriptedModel(script), source=tiny, progress=False)
+    assert outcome.meta.config.cite_sentences is True
+    assert outcome.meta.prompt_hash == prompt_hash(cite_sentences=True)
+    cells = outcome.summary.cells["factual"]
+    assert cells["faithfulness"].passes == 1 and cells["attribution"].passes == 1
+    [proposal] = proposals(tmp_path / "journals" / outcome.meta.run_id / "journal.jsonl")
+    assert isinstance(proposal.answer, Answer) and proposal.answer.citations[0].quote == SECOND
