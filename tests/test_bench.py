@@ -52,7 +52,7 @@ def test_the_command_line_lists_every_benchmark() -> None:
         [sys.executable, "-m", "wikiqa.bench", "--help"], check=True, capture_output=True, text=True
     )
     assert (
-        "{sources,ask,eval,public,reading,injection,load,local,cassette,scale,snapping}"
+        "{sources,ask,eval,public,reading,injection,load,local,cassette,scale,snapping,abstaining}"
         in run.stdout
     )
 
