@@ -52,3 +52,19 @@ def test_qwen_is_served_with_the_measured_spec_options_and_smollm2_without() -> 
         local_model.spec("127.0.0.1", 8080)
         == "openai:smollm2-135m-instruct@http://127.0.0.1:8080/v1"
     )
+
+
+def test_the_bench_takes_a_steps_agent_levers_and_refuses_unknown_ones() -> None:
+    import pytest
+
+    from wikiqa.bench.local import bench_local
+
+    with pytest.raises(ValueError, match="unknown agent levers: brief"):
+        bench_local("qwen", levers={"cite_sentences": True, "brief": True})
+    figures = {
+        "model": "qwen", "spec": "openai:q@http://h/v1", "read_first": 3,
+        "levers": ["cite_sentences", "strict_support"], "calls": [], "tasks": [],
+        "task_p50_s": 1.0, "task_p95_s": 1.0, "prefill_tokens_per_s_p50": 1.0,
+        "decode_tokens_per_s_p50": 1.0,
+    }  # fmt: skip
+    assert "read_first 3, levers cite_sentences, strict_support:" in report(figures)

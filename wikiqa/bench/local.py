@@ -16,24 +16,35 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from wikiqa.bench.report import percentile
 from wikiqa.sources import SnapshotSource
 
+AGENT_LEVERS = ("strict_support", "trim_quotes", "cite_sentences")
+
 
 def bench_local(
-    model: str = "smollm2", questions: int = 8, read_first: int = 3, options: str = ""
+    model: str = "smollm2",
+    questions: int = 8,
+    read_first: int = 3,
+    options: str = "",
+    levers: Mapping[str, bool] | None = None,
 ) -> dict[str, Any]:
     """Figures for `questions` dev questions answered through the served `model` (a catalog
     name or GGUF path) with `read_first` leads fetched up front; `options` are openai spec
-    options (`tool_choice=auto`, `brief=1`)."""
+    options (`tool_choice=auto`, `brief=1`), `levers` the agent's (`cite_sentences`,
+    `strict_support`, `trim_quotes`: a step's levers, so its speed is measured as it runs)."""
     from wikiqa.agent import Agent
     from wikiqa.evals import load_tasks, resolve_suite
     from wikiqa.models import local as local_model
     from wikiqa.registry import open_model
 
+    unknown = set(levers or {}) - set(AGENT_LEVERS)
+    if unknown:  # said before a server starts
+        raise ValueError(f"unknown agent levers: {', '.join(sorted(unknown))}")
     tasks = [t for t in load_tasks(resolve_suite("dev")) if not t.injection][:questions]
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "calls.jsonl"
@@ -42,7 +53,15 @@ def bench_local(
         try:
             if options:  # in place of the model's own (`tool_choice=auto` to compare)
                 spec = spec.partition(";")[0] + f";{options}"
-            agent = Agent(open_model(spec), SnapshotSource(), read_first=read_first)
+            on = dict(levers or {})
+            agent = Agent(
+                open_model(spec),
+                SnapshotSource(),
+                read_first=read_first,
+                strict_support=on.pop("strict_support", False),
+                trim_quotes=on.pop("trim_quotes", False),
+                cite_sentences=on.pop("cite_sentences", False),
+            )
             calls: list[dict[str, Any]] = []
             per_task: list[dict[str, Any]] = []
             for index, task in enumerate(tasks):
@@ -73,6 +92,7 @@ def bench_local(
         "model": model,
         "spec": spec,
         "read_first": read_first,
+        "levers": sorted(k for k, v in (levers or {}).items() if v),
         "calls": calls,
         "tasks": per_task,
         "task_p50_s": round(statistics.median(seconds), 2),
@@ -106,7 +126,9 @@ def report(figures: dict[str, Any]) -> str:
     """The per-call table, the per-task table and the summary, as printed."""
     lines = [
         f"local model {figures['model']} via llama.cpp (2 threads, greedy), read_first "
-        f"{figures['read_first']}: {figures['spec']}",
+        f"{figures['read_first']}"
+        + (f", levers {', '.join(figures['levers'])}" if figures.get("levers") else "")
+        + f": {figures['spec']}",
         "task call  prompt cached prefill  prefill/s decode decode/s  wall_s  choice    reply",
     ]
     for number, c in enumerate(figures["calls"]):

@@ -92,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--options", default="", help="local: openai spec options, e.g. tool_choice=auto,brief=1"
     )
+    for lever in ("strict-support", "trim-quotes", "cite-sentences"):
+        parser.add_argument(
+            f"--{lever}", action="store_true", help=f"local: the agent's {lever} lever"
+        )
     parser.add_argument(
         "--journal",
         type=Path,
@@ -144,7 +148,12 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         report = "load (wikiqa serve with a token, offline, loopback, idle flood running)\n"
         report += "\n".join(line(k, v, "{:.1f}") for k, v in figures.items())
     elif args.suite == "local":
-        figures = bench_local(args.model, args.questions, args.read_first, args.options)
+        levers = {
+            "strict_support": args.strict_support,
+            "trim_quotes": args.trim_quotes,
+            "cite_sentences": args.cite_sentences,
+        }
+        figures = bench_local(args.model, args.questions, args.read_first, args.options, levers)
         report = local_report(figures)
     elif args.suite == "snapping":
         if args.journal is None:
