@@ -132,3 +132,20 @@ def test_the_figures_the_readme_reports_for_step_09_and_13(snapshot: SnapshotSou
     assert trim["trim"]["changed_trials"] == {
         "correct": 5, "incorrect": 3, "undecided": 2, "answered_unanswerable": 1
     }  # fmt: skip
+
+
+def test_the_recite_figures_the_readme_reports_for_step_16(snapshot: SnapshotSource) -> None:
+    # README, step 16: re-citing in code adds no correct answer on the slice, and one on dev
+    from wikiqa.bench.snapping import RECITE, bench_snapping
+    from wikiqa.evals.paths import ROOT
+
+    journals = ROOT / "results" / "journals"
+    slice_ = bench_snapping(journals / "20261201T224120Z-16-qwen-cite-sentences-b89901", snapshot)
+    assert slice_[RECITE]["answered"] == {"recorded": 53, "snapped": 66}
+    assert slice_[RECITE]["changed_trials"] == {
+        "answered_unanswerable": 3, "incorrect": 3, "undecided": 7
+    }  # fmt: skip
+    dev = bench_snapping(journals / "20261201T221052Z-16-qwen-cite-sentences-dfe710", snapshot)
+    assert dev[RECITE]["changed_tasks"] == {
+        "correct": ["flow-matic-developer"], "undecided": ["nile-in-south-america"]
+    }  # fmt: skip

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import fetched_of
-from wikiqa.bench.snapping import bench_snapping, report, snap
+from wikiqa.bench.snapping import RECITE, bench_snapping, recite, report, snap
 from wikiqa.evals import RunConfig, journal_dir, run_eval
 from wikiqa.models import CitationArg, ScriptedModel
 from wikiqa.sources import SnapshotSource
@@ -39,6 +39,27 @@ def test_a_shortened_quote_snaps_to_its_sentence_only_as_loosely_as_allowed(
     assert snap(unrelated, fetched, 0.8, 0.3) is None
 
 
+def test_recite_adds_the_sentence_about_the_question_that_backs_the_answer(
+    tiny: SnapshotSource,
+) -> None:
+    fetched = fetched_of(tiny, "Dune (novel)", "Mountain")
+    question, answer = "Who wrote the novel Dune?", "Frank Herbert wrote Dune."
+    off = [
+        CitationArg(
+            title="Mountain", quote="A mountain is an elevated portion of the Earth's crust."
+        )
+    ]
+    dune = CitationArg(title="Dune (novel)", quote=DUNE)
+    # the Dune sentence holds 2 of the question's 3 content stems (novel, dune; not "wrote")
+    assert recite(answer, question, off, fetched, strict=True) == [*off, dune]
+    assert recite(answer, question, off, fetched, strict=True, share=1.0) is None
+    assert recite(answer, question, [dune], fetched, strict=True) is None  # already backed
+    garbled = [CitationArg(title="Dune (novel)", quote="Dune is a novel by Frank Herbert")]
+    assert recite(answer, question, garbled, fetched, strict=True) is None  # not verbatim
+    # an answer no fetched sentence states stays unbacked
+    assert recite("Isaac Asimov wrote Dune.", question, off, fetched, strict=True) is None
+
+
 def test_the_replay_counts_what_the_lever_would_change(
     tiny: SnapshotSource, tmp_path: Path
 ) -> None:
@@ -58,7 +79,9 @@ def test_the_replay_counts_what_the_lever_would_change(
         },
     }  # fmt: skip
     script = [[{"name": "get_article", "arguments": {"title": "Dune (novel)"}}], [near], [near]]
-    config = RunConfig(suite=str(suite), trials=1, out=tmp_path / "results", infra_backoff=0.0)
+    config = RunConfig(
+        suite=str(suite), trials=1, cache=False, out=tmp_path / "results", infra_backoff=0.0
+    )
     outcome = run_eval(config, model=ScriptedModel(script), source=tiny, progress=False)
     folder = journal_dir(tmp_path / "results", outcome.meta.run_id)
     recorded = json.loads((folder / "journal.jsonl").read_text())["result"]["output"]
@@ -72,6 +95,43 @@ def test_the_replay_counts_what_the_lever_would_change(
     assert medium["changed_trials"] == {"correct": 1}
     assert medium["changed_tasks"] == {"correct": ["dune-author"]}
     assert "changed to correct: 1 trials, 1 tasks (dune-author)" in report(figures)
+
+
+def test_the_recite_replay_answers_a_submission_its_verbatim_quotes_did_not_back(
+    tiny: SnapshotSource, tmp_path: Path
+) -> None:
+    task: dict[str, Any] = {
+        "id": "dune-author", "category": "factual", "question": "Who wrote the novel Dune?",
+        "dimensions": ["faithfulness", "correctness", "attribution", "calibration"],
+        "reference_answer": "Frank Herbert.", "answers": ["Frank Herbert", "Herbert"],
+        "expected_sources": ["Dune (novel)"], "should_refuse": False,
+    }  # fmt: skip
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps(task) + "\n")
+    off = {
+        "name": "submit_answer",
+        "arguments": {
+            "answer": "Frank Herbert wrote Dune.",
+            "citations": [{"title": "Mountain", "quote": "A mountain is an elevated portion of the Earth's crust."}],
+        },
+    }  # fmt: skip
+    fetch = [
+        {"name": "get_article", "arguments": {"title": t}} for t in ("Dune (novel)", "Mountain")
+    ]
+    config = RunConfig(
+        suite=str(suite), trials=1, cache=False, out=tmp_path / "results", infra_backoff=0.0
+    )
+    outcome = run_eval(
+        config, model=ScriptedModel([fetch, [off], [off]]), source=tiny, progress=False
+    )
+    folder = journal_dir(tmp_path / "results", outcome.meta.run_id)
+    recorded = json.loads((folder / "journal.jsonl").read_text())["result"]["output"]
+    assert recorded["reason_code"] == "ungrounded"  # verbatim, twice, but it never says Herbert
+
+    figures = bench_snapping(folder, tiny)
+    assert figures["trim"]["answered"] == {"recorded": 0, "snapped": 0}  # nothing to trim
+    assert figures[RECITE]["answered"] == {"recorded": 0, "snapped": 1}
+    assert figures[RECITE]["changed_trials"] == {"correct": 1}
 
 
 def test_the_bench_says_what_it_needs_and_exits_non_zero(

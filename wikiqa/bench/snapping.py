@@ -17,6 +17,12 @@ benchmark asks what that lever would change, from a run's journal and nothing el
 - Trimming first (`trimmed`, the `trim_quotes` lever: a quote cut to its leading sentences that
   are verbatim), then snapping at three strictness settings: (recall, precision) of the quote's
   content-word stems in the span.
+- Last, re-citing (`recite`): for a submission whose quotes are verbatim but do not back its
+  answer (step 16's numbered citations are always verbatim, so snapping has nothing to do there),
+  the one fetched sentence that makes the support checks pass is added to its citations, if it
+  shares at least half of the question's content words (a sentence about the question, not just
+  one holding the answer's words: Orange's "Orange is the colour between yellow and red" holds
+  "orange", for "What was Neil Armstrong's favourite colour?", and shares one word of four).
 
 Injection tasks are left out: the guard's findings are not in the journal to replay.
 """
@@ -24,6 +30,7 @@ Injection tasks are left out: the guard's findings are not in the journal to rep
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from functools import partial
 from itertools import pairwise
 from pathlib import Path
@@ -48,6 +55,9 @@ from wikiqa.sources import Article, SnapshotSource, WikiSource
 from wikiqa.text import content_words, sentences, stem
 
 SETTINGS = ((1.0, 0.8), (0.9, 0.5), (0.8, 0.3))  # (recall, precision), strict to loose
+RECITE_SHARE = 0.5  # share of the question's content stems an added sentence must hold
+RECITE = f"re-cite (question share {RECITE_SHARE:g})"
+Fix = Callable[[Answer, list[CitationArg], Fetched, Task, bool], list[CitationArg]]
 
 
 def _repairs() -> dict[str, Repair]:
@@ -61,8 +71,52 @@ def _repairs() -> dict[str, Repair]:
     return found
 
 
+def _fixes() -> dict[str, Fix]:
+    """Every replayed fix as one shape: the citations a proposal would go to the checks with."""
+
+    def of(repair: Repair) -> Fix:
+        return lambda _answer, cites, fetched, _task, _strict: repaired(cites, fetched, repair)
+
+    found = {name: of(repair) for name, repair in _repairs().items()}
+    found[RECITE] = lambda answer, cites, fetched, task, strict: (
+        recite(answer.text, task.question, cites, fetched, strict) or cites
+    )
+    return found
+
+
 def _stems(text: str) -> set[str]:
     return {stem(w) for w in content_words(text)}
+
+
+def recite(
+    answer: str,
+    question: str,
+    citations: list[CitationArg],
+    fetched: Fetched,
+    strict: bool,
+    share: float = RECITE_SHARE,
+) -> list[CitationArg] | None:
+    """`citations` plus the fetched sentence that makes the support checks pass and shares the
+    most of the question's content stems (at least `share`); None when the citations are not
+    verbatim, already back the answer, or no sentence does."""
+    if citation_problems(citations, fetched):
+        return None
+    if not support_problems(SubmitArgs(answer=answer, citations=citations), question, strict):
+        return None
+    asked = _stems(question)
+    best: tuple[float, CitationArg] | None = None
+    for article in fetched.articles.values():
+        for sentence in sentences(quotable_text(article)):
+            held = len(asked & _stems(sentence)) / len(asked) if asked else 0.0
+            if held < share or (best is not None and held <= best[0]):
+                continue
+            added = CitationArg(title=article.title, quote=sentence)
+            submit = SubmitArgs(answer=answer, citations=[*citations, added])
+            if not citation_problems([added], fetched) and not support_problems(
+                submit, question, strict
+            ):
+                best = (held, added)
+    return [*citations, best[1]] if best is not None else None
 
 
 def snap(
@@ -125,7 +179,7 @@ def bench_snapping(journal: Path, source: WikiSource | None = None) -> dict[str,
         if task.injection is None and isinstance(example.answer, Answer):
             trials[(example.task_id, trial_of(example))].append(example)
     figures: dict[str, Any] = {"journal": str(journal), "trials_with_submissions": len(trials)}
-    for name, repair in _repairs().items():
+    for name, fix in _fixes().items():
         answered = {"recorded": 0, "snapped": 0}
         changed: Counter[str] = Counter()
         tasks_changed: dict[str, set[str]] = defaultdict(set)
@@ -141,7 +195,7 @@ def bench_snapping(journal: Path, source: WikiSource | None = None) -> dict[str,
                 as_run = as_checked(cites, fetched, meta)
                 if recorded is None and _passes(example.answer, as_run, fetched, task, strict):
                     recorded = example
-                fixed = repaired(as_run, fetched, repair)
+                fixed = fix(example.answer, as_run, fetched, task, strict)
                 if snapped is None and _passes(example.answer, fixed, fetched, task, strict):
                     snapped = example
             answered["recorded"] += recorded is not None
@@ -170,7 +224,7 @@ def report(figures: dict[str, Any]) -> str:
         a = found["answered"]
         lines.append(
             f"  {name}: answered {count_text(a['recorded'], n)} as recorded, "
-            f"{count_text(a['snapped'], n)} with snapping"
+            f"{count_text(a['snapped'], n)} with the fix"
         )
         for outcome, count in sorted(found["changed_trials"].items()):
             tasks = found["changed_tasks"][outcome]
