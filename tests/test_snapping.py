@@ -60,9 +60,9 @@ def test_recite_adds_the_sentence_about_the_question_that_backs_the_answer(
     assert recite("Isaac Asimov wrote Dune.", question, off, fetched, strict=True) is None
 
 
-def test_the_replay_counts_what_the_lever_would_change(
-    tiny: SnapshotSource, tmp_path: Path
-) -> None:
+def _dune_run(tiny: SnapshotSource, tmp_path: Path, script: list[list[dict[str, Any]]]) -> Path:
+    """The journal folder of one scripted trial of "Who wrote the novel Dune?", which the loop
+    refused as ungrounded (the script submits twice, and both fail its checks)."""
     task: dict[str, Any] = {
         "id": "dune-author", "category": "factual", "question": "Who wrote the novel Dune?",
         "dimensions": ["faithfulness", "correctness", "attribution", "calibration"],
@@ -71,21 +71,31 @@ def test_the_replay_counts_what_the_lever_would_change(
     }  # fmt: skip
     suite = tmp_path / "suite.jsonl"
     suite.write_text(json.dumps(task) + "\n")
-    near = {
-        "name": "submit_answer",
-        "arguments": {
-            "answer": "Frank Herbert wrote Dune.",
-            "citations": [{"title": "Dune (novel)", "quote": "Dune is a 1965 science fiction novel by Frank Herbert"}],
-        },
-    }  # fmt: skip
-    script = [[{"name": "get_article", "arguments": {"title": "Dune (novel)"}}], [near], [near]]
     config = RunConfig(
         suite=str(suite), trials=1, cache=False, out=tmp_path / "results", infra_backoff=0.0
     )
     outcome = run_eval(config, model=ScriptedModel(script), source=tiny, progress=False)
     folder = journal_dir(tmp_path / "results", outcome.meta.run_id)
     recorded = json.loads((folder / "journal.jsonl").read_text())["result"]["output"]
-    assert recorded["reason_code"] == "ungrounded"  # as run: the quote is not verbatim, twice
+    assert recorded["reason_code"] == "ungrounded"
+    return folder
+
+
+def _submit(title: str, quote: str) -> dict[str, Any]:
+    citation = {"title": title, "quote": quote}
+    return {"name": "submit_answer", "arguments": {"answer": "Frank Herbert wrote Dune.", "citations": [citation]}}  # fmt: skip
+
+
+def _fetch(*titles: str) -> list[dict[str, Any]]:
+    return [{"name": "get_article", "arguments": {"title": t}} for t in titles]
+
+
+def test_the_replay_counts_what_the_lever_would_change(
+    tiny: SnapshotSource, tmp_path: Path
+) -> None:
+    # as run: the quote is not verbatim, twice
+    near = _submit("Dune (novel)", "Dune is a 1965 science fiction novel by Frank Herbert")
+    folder = _dune_run(tiny, tmp_path, [_fetch("Dune (novel)"), [near], [near]])
 
     figures = bench_snapping(folder, tiny)
     assert figures["trials_with_submissions"] == 1
@@ -100,33 +110,9 @@ def test_the_replay_counts_what_the_lever_would_change(
 def test_the_recite_replay_answers_a_submission_its_verbatim_quotes_did_not_back(
     tiny: SnapshotSource, tmp_path: Path
 ) -> None:
-    task: dict[str, Any] = {
-        "id": "dune-author", "category": "factual", "question": "Who wrote the novel Dune?",
-        "dimensions": ["faithfulness", "correctness", "attribution", "calibration"],
-        "reference_answer": "Frank Herbert.", "answers": ["Frank Herbert", "Herbert"],
-        "expected_sources": ["Dune (novel)"], "should_refuse": False,
-    }  # fmt: skip
-    suite = tmp_path / "suite.jsonl"
-    suite.write_text(json.dumps(task) + "\n")
-    off = {
-        "name": "submit_answer",
-        "arguments": {
-            "answer": "Frank Herbert wrote Dune.",
-            "citations": [{"title": "Mountain", "quote": "A mountain is an elevated portion of the Earth's crust."}],
-        },
-    }  # fmt: skip
-    fetch = [
-        {"name": "get_article", "arguments": {"title": t}} for t in ("Dune (novel)", "Mountain")
-    ]
-    config = RunConfig(
-        suite=str(suite), trials=1, cache=False, out=tmp_path / "results", infra_backoff=0.0
-    )
-    outcome = run_eval(
-        config, model=ScriptedModel([fetch, [off], [off]]), source=tiny, progress=False
-    )
-    folder = journal_dir(tmp_path / "results", outcome.meta.run_id)
-    recorded = json.loads((folder / "journal.jsonl").read_text())["result"]["output"]
-    assert recorded["reason_code"] == "ungrounded"  # verbatim, twice, but it never says Herbert
+    # as run: verbatim, twice, but the quote never says Herbert
+    off = _submit("Mountain", "A mountain is an elevated portion of the Earth's crust.")
+    folder = _dune_run(tiny, tmp_path, [_fetch("Dune (novel)", "Mountain"), [off], [off]])
 
     figures = bench_snapping(folder, tiny)
     assert figures["trim"]["answered"] == {"recorded": 0, "snapped": 0}  # nothing to trim
