@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import fetched_of
 from wikiqa.agent import Agent, Answer, Refusal
+from wikiqa.agent.citing import UNRESOLVED
+from wikiqa.agent.grounding import citation_problems
 from wikiqa.agent.prompts import prompt_hash, system_prompt, tools_for
 from wikiqa.evals import RunConfig, run_eval
-from wikiqa.evals.labels.validation import proposals
+from wikiqa.evals.labels.validation import UNREADABLE, _proposed, proposals
 from wikiqa.experiment.params import StepParameters
-from wikiqa.models import SUBMIT, ScriptedModel, ToolResult
+from wikiqa.models import SUBMIT, CitationArg, ScriptedModel, ToolResult
 from wikiqa.sources import SnapshotSource
 
 QUESTION = "Who developed the FLOW-MATIC programming language?"
@@ -133,3 +136,72 @@ def test_a_run_records_the_lever_and_its_proposals_read_as_quotes(
     assert cells["faithfulness"].passes == 1 and cells["attribution"].passes == 1
     [proposal] = proposals(tmp_path / "journals" / outcome.meta.run_id / "journal.jsonl")
     assert isinstance(proposal.answer, Answer) and proposal.answer.citations[0].quote == SECOND
+
+
+def _journal_of(tiny: SnapshotSource, tmp_path: Path, script: list[list[Any]]) -> Path:
+    task = {
+        "id": "flow-matic", "category": "factual", "should_refuse": False, "question": QUESTION,
+        "dimensions": ["faithfulness", "correctness", "attribution", "calibration"],
+        "reference_answer": "Grace Hopper", "answers": ["Grace Hopper"],
+        "expected_sources": ["Grace Hopper"],
+    }  # fmt: skip
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps(task) + "\n")
+    config = RunConfig(
+        suite=str(suite), trials=1, cite_sentences=True, cache=False, out=tmp_path, infra_backoff=0
+    )
+    outcome = run_eval(config, model=ScriptedModel(script), source=tiny, progress=False)
+    return tmp_path / "journals" / outcome.meta.run_id / "journal.jsonl"
+
+
+def test_a_citation_the_loop_rejected_is_never_read_back_as_dropped(
+    tiny: SnapshotSource, tmp_path: Path
+) -> None:
+    """One good citation beside a number the article lacks: the loop rejects the submission,
+    and so must everything that reads it back (labels, replays), not see the good one alone."""
+    citations = [
+        {"title": "Grace Hopper", "sentence": 2},
+        {"title": "Grace Hopper", "sentence": 10**15},
+    ]
+    both = [{"name": "submit_answer", "arguments": {"answer": "Grace Hopper.", "citations": citations}}]  # fmt: skip
+    result = Agent(ScriptedModel([FETCH, both, both]), tiny, cite_sentences=True).ask(QUESTION)
+    assert isinstance(result.output, Refusal) and result.output.reason_code == "ungrounded"
+    call = [e for e in result.trace if e.kind == "model"][-1].detail["calls"][0]
+    assert call["quoted"]["citations"] == [
+        {"title": "Grace Hopper", "quote": SECOND}, {"title": "Grace Hopper", "quote": UNRESOLVED}
+    ]  # fmt: skip
+    journal = _journal_of(tiny, tmp_path, [FETCH, both, both])
+    [proposal] = proposals(journal)
+    assert isinstance(proposal.answer, Answer)
+    assert [c.quote for c in proposal.answer.citations] == [SECOND, UNRESOLVED]
+    fetched = fetched_of(tiny, "Grace Hopper")
+    cites = [CitationArg(title=c.title, quote=c.quote) for c in proposal.answer.citations]
+    assert citation_problems(cites, fetched)  # a replay rejects it, as the loop did
+
+
+def test_a_citation_of_an_article_fetched_in_the_same_turn_is_logged_resolved(
+    tiny: SnapshotSource,
+) -> None:
+    # one turn: fetch the article and cite its sentence; the loop runs the fetch first
+    turn = [FETCH[0], _cite("Grace Hopper", 2)[0]]
+    result = Agent(ScriptedModel([turn]), tiny, cite_sentences=True, read_first=0).ask(QUESTION)
+    assert isinstance(result.output, Answer) and result.output.citations[0].quote == SECOND
+    call = [e for e in result.trace if e.kind == "model"][-1].detail["calls"][1]
+    assert call["quoted"]["citations"] == [{"title": "Grace Hopper", "quote": SECOND}]
+
+
+def test_journals_from_before_the_placeholders_are_read_without_the_dropped_citation() -> None:
+    # written by the loop as it was: the unresolved citation left out of `quoted`
+    old = {
+        "name": "submit_answer", "error": None,
+        "arguments": {"answer": "Grace Hopper.", "citations": [{"title": "Grace Hopper", "sentence": 2}, {"title": "Grace Hopper", "sentence": 9}]},
+        "quoted": {"answer": "Grace Hopper.", "citations": [{"title": "Grace Hopper", "quote": SECOND}]},
+    }  # fmt: skip
+    answer = _proposed(old)
+    assert isinstance(answer, Answer) and len(answer.citations) == 2
+    assert answer.citations[1] == UNREADABLE
+    # without the lever, a malformed citation is kept as unreadable too, and so is a bare answer
+    bare = {"name": "submit_answer", "arguments": {"answer": "Grace Hopper.", "citations": [{"title": "Grace Hopper"}]}}  # fmt: skip
+    assert _proposed(bare) == Answer(text="Grace Hopper.", citations=[UNREADABLE])
+    none = {"name": "submit_answer", "arguments": {"answer": "Grace Hopper."}}
+    assert _proposed(none) == Answer(text="Grace Hopper.", citations=[UNREADABLE])

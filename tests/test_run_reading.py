@@ -141,9 +141,10 @@ def test_the_recite_figures_the_readme_reports_for_step_16(snapshot: SnapshotSou
 
     journals = ROOT / "results" / "journals"
     slice_ = bench_snapping(journals / "20261201T224120Z-16-qwen-cite-sentences-b89901", snapshot)
-    assert slice_[RECITE]["answered"] == {"recorded": 53, "snapped": 66}
+    # 50 as recorded: the live run's 50 answered trials (injection tasks aside), no more
+    assert slice_[RECITE]["answered"] == {"recorded": 50, "snapped": 59}
     assert slice_[RECITE]["changed_trials"] == {
-        "answered_unanswerable": 3, "incorrect": 3, "undecided": 7
+        "answered_unanswerable": 2, "incorrect": 2, "undecided": 5
     }  # fmt: skip
     dev = bench_snapping(journals / "20261201T221052Z-16-qwen-cite-sentences-dfe710", snapshot)
     assert dev[RECITE]["changed_tasks"] == {

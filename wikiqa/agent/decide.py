@@ -51,6 +51,8 @@ def decide(state: RunState, call: ToolCall) -> Answer | Refusal | ToolResult:
     arguments, unresolved = (
         resolve(call.arguments, state.fetched) if state.cite_sentences else (call.arguments, [])
     )
+    if state.cite_sentences and not call.error:
+        state.quoted[call.id] = arguments  # resolved now: after this turn's own fetches ran
     submit = parse_args(SubmitArgs, arguments) if not call.error else call.error
     if isinstance(submit, SubmitArgs):
         submit = _unmarked(submit)

@@ -36,7 +36,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from wikiqa.agent.actions import run_tool
-from wikiqa.agent.citing import resolve
 from wikiqa.agent.decide import abstained, confidence, decide, describe, last_look, signals
 from wikiqa.agent.grounding import quotable_text
 from wikiqa.agent.prompts import (
@@ -265,7 +264,8 @@ class _Run:
                 state.messages.append(UserMessage(text=nudge))
                 continue
             results: list[Message] = []
-            for call in turn.message.tool_calls:
+            logged = state.trace[-1].detail["calls"]  # this turn's model event, `_model_turn`
+            for call, entry in zip(turn.message.tool_calls, logged, strict=True):
                 if state.tool_calls >= budget:
                     return Refusal(
                         reason=f"The budget of {budget} tool calls ran out before "
@@ -274,6 +274,8 @@ class _Run:
                     )
                 if call.name in (SUBMIT, REFUSE):
                     outcome = decide(state, call)
+                    if call.id in state.quoted:  # the cite_sentences lever: what was checked
+                        entry["quoted"] = state.quoted.pop(call.id)
                     if not isinstance(outcome, ToolResult):
                         return outcome
                     deciding = True  # a rejected submission: the repair turn decides again
@@ -325,18 +327,12 @@ class _Run:
         )
         return turn
 
-    def _logged(self, call: ToolCall) -> dict[str, Any]:
-        """A model's call as the trace keeps it; under the cite_sentences lever a submission
-        also keeps its citations with the sentences put in (`quoted`), so replays and labels
-        read it as any other submission."""
-        logged: dict[str, Any] = {
-            "name": call.name,
-            "arguments": call.arguments,
-            "error": call.error,
-        }
-        if self.agent.cite_sentences and call.name == SUBMIT and not call.error:
-            logged["quoted"] = resolve(call.arguments, self.state.fetched)[0]
-        return logged
+    @staticmethod
+    def _logged(call: ToolCall) -> dict[str, Any]:
+        """A model's call as the trace keeps it. Under the cite_sentences lever the loop adds,
+        once `decide` has resolved a submission (after the same turn's fetches), its citations
+        with the sentences put in (`quoted`), so replays and labels read it as any other."""
+        return {"name": call.name, "arguments": call.arguments, "error": call.error}
 
 
 def _brief(arguments: dict[str, Any]) -> str:

@@ -45,6 +45,9 @@ class RunState:
     repairs: int = 0
     guard_blocked: int = 0
     done: set[str] = field(default_factory=set)  # calls already run: name + canonical arguments
+    # cite_sentences: each submission as `decide` resolved and checked it, by call id (the loop
+    # puts it in the model event's trace, `quoted`)
+    quoted: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def event(
         self,

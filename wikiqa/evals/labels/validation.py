@@ -14,6 +14,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from wikiqa.agent import AgentResult, Answer, Citation, Output, Refusal, Retrieved, quotable_text
+from wikiqa.agent.citing import UNRESOLVED
 from wikiqa.evals.graders import grade
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.running.journal import Journal
@@ -95,20 +96,40 @@ def proposals(journal: Path) -> list[LabelledExample]:
     return out
 
 
+# What a citation the loop could not read is read as: a placeholder that no check passes. Dropping
+# it instead would turn a submission the loop rejected into one with only its good citations.
+UNREADABLE = Citation(title="?", quote=UNRESOLVED)
+
+
 def _proposed(call: dict[str, Any]) -> Output | None:
-    # a citation by number (the cite_sentences lever) is read with its sentence put in
-    arguments = call.get("quoted") or call.get("arguments") or {}
+    """A model's logged call as the output it proposed. A citation by number (the
+    cite_sentences lever) is read with its sentence put in (`quoted`); a citation that cannot be
+    read, a malformed call and a submission without citations, all of which the loop rejects,
+    carry an `UNREADABLE` citation, so a replay rejects them too."""
+    given = call.get("arguments") or {}
+    arguments = call.get("quoted") or given
     if call.get("name") == "refuse" and isinstance(arguments.get("reason"), str):
         return Refusal(reason=arguments["reason"], reason_code="not_supported")
     if call.get("name") != "submit_answer" or not isinstance(arguments.get("answer"), str):
         return None
+    listed = arguments.get("citations")
+    listed = listed if isinstance(listed, list) else []
     citations = [
         Citation(title=c["title"], quote=c["quote"])
-        for c in arguments.get("citations") or []
         if isinstance(c, dict)
         and isinstance(c.get("title"), str)
+        and c["title"]
         and isinstance(c.get("quote"), str)
+        and c["quote"]
+        else UNREADABLE
+        for c in listed
     ]
+    # journals written before the placeholders dropped a citation `resolve` could not resolve
+    cited = given.get("citations")
+    dropped = len(cited) - len(listed) if isinstance(cited, list) else 0
+    citations += [UNREADABLE] * max(dropped, 0)
+    if call.get("error") or not citations:
+        citations.append(UNREADABLE)
     return Answer(text=arguments["answer"], citations=citations)
 
 
