@@ -55,7 +55,7 @@ def resolve(arguments: dict[str, Any], fetched: Fetched) -> tuple[dict[str, Any]
         if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= len(found):
             problems.append(
                 f"citation {i}: {article.title!r} has sentences [1] to [{len(found)}]; "
-                f"there is no [{number!r}] (a whole number, as shown)"
+                f"there is no [{number}]"
             )
             quoted.append(placeholder)
             continue
