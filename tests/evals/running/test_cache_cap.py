@@ -129,6 +129,12 @@ def test_a_run_records_the_cap_its_model_was_called_with(
         config, outcome.meta.run_id, model=Capped(256, 20), source=tiny, progress=False
     )
     assert again.trials_run == 0 and again.meta.max_tokens == 256
+    # and so is finishing it with another lever (a notebook's RESUME takes the notebook's)
+    for lever in ({"cite_sentences": True}, {"abstain_below": 0.4}, {"read_first": 2}):
+        other = config.model_copy(update=lever)
+        with pytest.raises(ValueError, match=f"was made with {next(iter(lever))}="):
+            run_eval(other, outcome.meta.run_id, model=Capped(256, 20), source=tiny, progress=False)
+        assert (folder / "journal.jsonl").read_text() == journal
 
 
 def test_a_served_model_knows_its_cap_before_its_server_starts(

@@ -58,6 +58,13 @@ from wikiqa.secrets import scrub
 from wikiqa.sources import InjectionSource, WikiSource
 from wikiqa.sources.cassette import CassetteRecorder
 
+# What the agent of a trial is built with: a run resumed under other values would mix two agents
+# in one journal (a notebook's RESUME takes its levers from the notebook, not from the run).
+AGENT_FIELDS = (
+    "retrieval", "budget", "read_first", "spotlight", "strict_support", "trim_quotes",
+    "abstain_below", "cite_sentences", "judge",
+)  # fmt: skip
+
 
 class RunOutcome(BaseModel):
     """A finished run: its metadata, its results table (in memory, and written as parquet) and
@@ -214,6 +221,15 @@ class Runner:
             if meta.suite_hash != digest:
                 raise ValueError(
                     f"run {resume} used suite {meta.suite_hash}; the file is now {digest}"
+                )
+            changed = [f for f in AGENT_FIELDS if getattr(meta.config, f) != getattr(config, f)]
+            if changed:
+                raise ValueError(
+                    f"run {resume} was made with "
+                    + ", ".join(f"{f}={getattr(meta.config, f)!r}" for f in changed)
+                    + "; this run sets "
+                    + ", ".join(f"{f}={getattr(config, f)!r}" for f in changed)
+                    + ": resume it with the parameters it ran with"
                 )
             cap = output_cap(self.model)
             if meta.max_tokens is not None and meta.max_tokens != cap:
