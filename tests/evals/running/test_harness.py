@@ -351,6 +351,11 @@ def test_rerunning_a_recorded_step_with_identical_inputs_adds_no_row(
     faster = changed.model_copy(update={"concurrency": 2})
     record(run_eval(faster, source=tiny, progress=False), "record")
     assert len(changelog.read(cfg.out)) == 3
+    # the model's output-token cap is a setting, not a config field, and a different run too
+    from wikiqa.evals.climb import parameters_hash
+
+    assert parameters_hash(cfg, 256) != parameters_hash(cfg, 384) != parameters_hash(cfg)
+    assert parameters_hash(cfg, None) == parameters_hash(cfg)  # uncapped rows keep their hash
     monkeypatch.setattr(runner, "git_sha", lambda: "abc1234-dirty")  # uncommitted code: record
     record(run_eval(cfg, source=tiny, progress=False), "record")
     record(run_eval(cfg, source=tiny, progress=False), "record")

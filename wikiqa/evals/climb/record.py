@@ -117,7 +117,7 @@ def row(outcome: RunOutcome) -> ChangelogRow:
         prompt_hash=meta.prompt_hash,
         git_sha=meta.git_sha,
         trials=meta.config.trials,
-        parameters=parameters_hash(meta.config),
+        parameters=parameters_hash(meta.config, meta.max_tokens),
         dimensions={d: (c.passes, c.applicable) for d, c in total.items()},
         tasks_pass=(tasks.passes, tasks.applicable) if tasks else None,
         pass_at_1=summary.pass_at_1,
@@ -190,9 +190,13 @@ _NOT_PARAMETERS = {"out", "concurrency", "cache", "infra_attempts", "infra_backo
                    "allow_holdout_rerun", "executor"}  # fmt: skip
 
 
-def parameters_hash(config: RunConfig) -> str:
-    """Every run parameter that can change its verdicts (budget, read_first, limit, ...)."""
+def parameters_hash(config: RunConfig, max_tokens: int | None = None) -> str:
+    """Every run parameter that can change its verdicts (budget, read_first, limit, ...), and
+    the model's output-token cap (`max_tokens`, a setting rather than a config field), so that
+    two runs that differ only in it are two rows."""
     fields = config.model_dump(mode="json", exclude=_NOT_PARAMETERS)
+    if max_tokens is not None:  # runs without a cap keep the hash they always had
+        fields["max_tokens"] = max_tokens
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
