@@ -128,6 +128,9 @@ def test_the_replay_on_a_journal_is_what_the_lever_runs(
     assert "answers it refuses: 4" in report(replay)
     with pytest.raises(ValueError, match="--below must be in"):
         bench_abstaining(tmp_path / "journals" / plain.meta.run_id, 1.5)
+    # the run with the lever has no answers under `below` left to replay: refused, named
+    with pytest.raises(ValueError, match=f"already ran with abstain_below {below:g}"):
+        bench_abstaining(tmp_path / "journals" / ran.meta.run_id, 0.2)
 
 
 def test_the_figures_the_readme_reports_for_step_15() -> None:

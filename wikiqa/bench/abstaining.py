@@ -47,6 +47,11 @@ def bench_abstaining(journal: Path, below: float) -> dict[str, Any]:
     if not 0.0 <= below <= 1.0:
         raise ValueError(f"--below must be in [0, 1], got {below}")
     path, meta, tasks = run_journal(journal)
+    if meta.config.abstain_below:  # its low-confidence refusals would count as "before"
+        raise ValueError(
+            f"{meta.run_id} already ran with abstain_below {meta.config.abstain_below:g}: replay "
+            "on the run it was built on (its notebook's VS), whose answers are all still there"
+        )
     records = {k: r for k, r in Journal(path).read().items() if not r.failed}
     for task_id, _ in records:
         if task_id not in tasks:
