@@ -230,6 +230,27 @@ def test_qwen_held_out_grader_validation_is_the_reported_figure(snapshot: Snapsh
     assert held["correctness_false_passes"] == 1
 
 
+def test_qwen_cited_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
+    """Step 16's proposals (sentences cited by number), labelled blind by two labellers who never
+    read the graders, attribution relabelled by a third from a corrected brief; in their own
+    folder, so the human rates `wikiqa outcomes --labels experiments/labels/*.jsonl` resolves
+    with stay the ones the README reports (README, step 16; experiments/README.md)."""
+    path = ROOT / "experiments" / "labels_cited" / "qwen16_cited.jsonl"
+    examples = load_labels(path)
+    cited = report(
+        compare(examples, snapshot, None, [resolve_suite("dev"), resolve_suite("public")])
+    )
+    assert cited["examples"] == 90 and all(e.note.strip() for e in examples)
+    assert cited["dimensions"] == {
+        "faithfulness": {"labelled": 90, "agree": 55, "needs_judge": 18},
+        "correctness": {"labelled": 62, "agree": 41, "needs_judge": 20},
+        "completeness": {"labelled": 55, "agree": 40, "needs_judge": 13},
+        "attribution": {"labelled": 50, "agree": 45, "needs_judge": 0},
+        "calibration": {"labelled": 66, "agree": 66, "needs_judge": 0},
+    }
+    assert cited["correctness_false_passes"] == 1
+
+
 def test_every_label_file_is_valid_and_every_example_has_a_reason() -> None:
     files = sorted(LABELS.glob("*.jsonl"))
     assert {f.stem for f in files} == set(TUNED + HELD_OUT + QWEN + QWEN_HELD_OUT)
