@@ -14,6 +14,7 @@ from wikiqa.agent.grounding import citation_problems
 from wikiqa.agent.prompts import prompt_hash, system_prompt, tools_for
 from wikiqa.evals import RunConfig, run_eval
 from wikiqa.evals.labels.validation import UNREADABLE, _proposed, proposals
+from wikiqa.evals.running.runner import RunOutcome
 from wikiqa.experiment.params import StepParameters
 from wikiqa.models import SUBMIT, CitationArg, ScriptedModel, ToolResult
 from wikiqa.sources import SnapshotSource
@@ -113,10 +114,8 @@ def test_the_lever_changes_the_prompt_and_the_tools_and_nothing_without_it() -> 
     assert [t.name for t in tools_for(True)] == [t.name for t in tools_for(False)]
 
 
-def test_a_run_records_the_lever_and_its_proposals_read_as_quotes(
-    tiny: SnapshotSource, tmp_path: Path
-) -> None:
-    assert StepParameters(CITE_SENTENCES=True).CITE_SENTENCES is True
+def _run_of(tiny: SnapshotSource, tmp_path: Path, script: list[list[Any]]) -> RunOutcome:
+    """One trial of the FLOW-MATIC question under the lever, recorded in `tmp_path`."""
     task = {
         "id": "flow-matic", "category": "factual", "should_refuse": False, "question": QUESTION,
         "dimensions": ["faithfulness", "correctness", "attribution", "calibration"],
@@ -128,30 +127,25 @@ def test_a_run_records_the_lever_and_its_proposals_read_as_quotes(
     config = RunConfig(
         suite=str(suite), trials=1, cite_sentences=True, cache=False, out=tmp_path, infra_backoff=0
     )
-    script = [FETCH, _cite("Grace Hopper", 2)]
-    outcome = run_eval(config, model=ScriptedModel(script), source=tiny, progress=False)
+    return run_eval(config, model=ScriptedModel(script), source=tiny, progress=False)
+
+
+def _journal_of(tiny: SnapshotSource, tmp_path: Path, script: list[list[Any]]) -> Path:
+    outcome = _run_of(tiny, tmp_path, script)
+    return tmp_path / "journals" / outcome.meta.run_id / "journal.jsonl"
+
+
+def test_a_run_records_the_lever_and_its_proposals_read_as_quotes(
+    tiny: SnapshotSource, tmp_path: Path
+) -> None:
+    assert StepParameters(CITE_SENTENCES=True).CITE_SENTENCES is True
+    outcome = _run_of(tiny, tmp_path, [FETCH, _cite("Grace Hopper", 2)])
     assert outcome.meta.config.cite_sentences is True
     assert outcome.meta.prompt_hash == prompt_hash(cite_sentences=True)
     cells = outcome.summary.cells["factual"]
     assert cells["faithfulness"].passes == 1 and cells["attribution"].passes == 1
     [proposal] = proposals(tmp_path / "journals" / outcome.meta.run_id / "journal.jsonl")
     assert isinstance(proposal.answer, Answer) and proposal.answer.citations[0].quote == SECOND
-
-
-def _journal_of(tiny: SnapshotSource, tmp_path: Path, script: list[list[Any]]) -> Path:
-    task = {
-        "id": "flow-matic", "category": "factual", "should_refuse": False, "question": QUESTION,
-        "dimensions": ["faithfulness", "correctness", "attribution", "calibration"],
-        "reference_answer": "Grace Hopper", "answers": ["Grace Hopper"],
-        "expected_sources": ["Grace Hopper"],
-    }  # fmt: skip
-    suite = tmp_path / "suite.jsonl"
-    suite.write_text(json.dumps(task) + "\n")
-    config = RunConfig(
-        suite=str(suite), trials=1, cite_sentences=True, cache=False, out=tmp_path, infra_backoff=0
-    )
-    outcome = run_eval(config, model=ScriptedModel(script), source=tiny, progress=False)
-    return tmp_path / "journals" / outcome.meta.run_id / "journal.jsonl"
 
 
 def test_a_citation_the_loop_rejected_is_never_read_back_as_dropped(

@@ -159,8 +159,10 @@ QWEN = ["qwen_dev_labels", "qwen_fresh_labels"]
 QWEN_HELD_OUT = ["qwen_public_labels"]  # Qwen on the public slice, labelled after both rules
 
 
-def validated(names: list[str], snapshot: SnapshotSource) -> dict[str, object]:
-    examples = [e for name in names for e in load_labels(LABELS / f"{name}.jsonl")]
+def validated(
+    names: list[str], snapshot: SnapshotSource, folder: Path = LABELS
+) -> dict[str, object]:
+    examples = [e for name in names for e in load_labels(folder / f"{name}.jsonl")]
     suites = [resolve_suite("dev"), resolve_suite("public")]
     return report(compare(examples, snapshot, None, suites))
 
@@ -235,12 +237,10 @@ def test_qwen_cited_grader_validation_is_the_reported_figure(snapshot: SnapshotS
     read the graders, attribution relabelled by a third from a corrected brief; in their own
     folder, so the human rates `wikiqa outcomes --labels experiments/labels/*.jsonl` resolves
     with stay the ones the README reports (README, step 16; experiments/README.md)."""
-    path = ROOT / "experiments" / "labels_cited" / "qwen16_cited.jsonl"
-    examples = load_labels(path)
-    cited = report(
-        compare(examples, snapshot, None, [resolve_suite("dev"), resolve_suite("public")])
-    )
-    assert cited["examples"] == 90 and all(e.note.strip() for e in examples)
+    folder = ROOT / "experiments" / "labels_cited"
+    cited = validated(["qwen16_cited"], snapshot, folder)
+    assert cited["examples"] == 90
+    assert all(e.note.strip() for e in load_labels(folder / "qwen16_cited.jsonl"))
     assert cited["dimensions"] == {
         "faithfulness": {"labelled": 90, "agree": 55, "needs_judge": 18},
         "correctness": {"labelled": 62, "agree": 41, "needs_judge": 20},
