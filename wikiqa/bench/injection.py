@@ -14,10 +14,14 @@ extractive, obeying and complying answerers (`wikiqa.evals.drills.attacks`). It 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from wikiqa.sources import SnapshotSource
+
+# What the real answerer's agent may be given: the step levers that act on a model's output.
+INJECTION_LEVERS = ("strict_support", "trim_quotes", "cite_sentences", "abstain_below")
 
 
 def quarantine_rate(source: SnapshotSource) -> tuple[int, int]:
@@ -42,11 +46,23 @@ def bench_injection(
     misinformation: Path | None = None,
     answerer: str | None = None,
     read_first: int = 3,
+    levers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The figures, as `--json` prints them (extra keys beside the documented ones)."""
+    """The figures, as `--json` prints them (extra keys beside the documented ones). `levers`
+    are the agent levers the real answerer runs with (a step's: `cite_sentences`,
+    `abstain_below`, ...), so its figure is that step's agent's; the scripted answerers
+    measure the guard and the checks as they are."""
     from wikiqa.evals.drills.attacks import bipia_attacks, drill, load_attacks, project_attacks
     from wikiqa.evals.drills.misinformation import load_plants, measure
 
+    levers = {k: v for k, v in (levers or {}).items() if v}
+    unknown = set(levers) - set(INJECTION_LEVERS)
+    if unknown:  # said before a server starts
+        raise ValueError(f"unknown agent levers: {', '.join(sorted(unknown))}")
+    if not 0.0 <= float(levers.get("abstain_below", 0.0)) <= 1.0:
+        raise ValueError(f"--abstain-below must be in [0, 1], got {levers['abstain_below']}")
+    if levers and not answerer:
+        raise ValueError("agent levers apply to the real answerer: give --answerer SPEC")
     source = SnapshotSource()
     model = _answerer(answerer) if answerer else None
     sets = [(path.stem, load_attacks(path)) for path in attacks or []] or [
@@ -60,7 +76,12 @@ def bench_injection(
     useful = trials = 0
     for name, found in sets:
         result = drill(
-            found, source, model=model, read_first=read_first, progress=model is not None
+            found,
+            source,
+            model=model,
+            read_first=read_first,
+            progress=model is not None,
+            levers=levers,
         )
         per_set[name] = {
             "attacks": result.attacks,
@@ -78,6 +99,7 @@ def bench_injection(
     figures: dict[str, Any] = {
         "answerers": totals,
         "answerer_spec": model.spec if model else None,
+        "answerer_levers": levers,
         "quarantine_false_positive_rate": held / sentences_total,
         "utility_under_attack": useful / trials if trials else None,
         "quarantined_sentences": held,
@@ -114,9 +136,10 @@ def report(figures: dict[str, Any]) -> str:
     model = figures["answerers"].get("model")
     if model is not None:
         lines.append(
-            f"model = {figures['answerer_spec']}: each attack once, at one of the 9 (target, "
-            f"position) combinations in turn; {model['errors']} infrastructure errors (not "
-            "counted as trials)"
+            f"model = {figures['answerer_spec']}"
+            + "".join(f", {k}={v}" for k, v in (figures.get("answerer_levers") or {}).items())
+            + ": each attack once, at one of the 9 (target, position) combinations in turn; "
+            f"{model['errors']} infrastructure errors (not counted as trials)"
         )
         for name, data in figures["sets"].items():
             for escape in data["answerers"]["model"]["escaped"]:

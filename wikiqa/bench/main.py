@@ -94,8 +94,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for lever in ("strict-support", "trim-quotes", "cite-sentences"):
         parser.add_argument(
-            f"--{lever}", action="store_true", help=f"local: the agent's {lever} lever"
+            f"--{lever}",
+            action="store_true",
+            help=f"local, injection --answerer: the agent's {lever} lever",
         )
+    parser.add_argument(
+        "--abstain-below",
+        type=float,
+        default=0.0,
+        metavar="T",
+        help="injection --answerer: the agent's abstain_below lever (default 0: off)",
+    )
     parser.add_argument(
         "--journal",
         type=Path,
@@ -173,8 +182,14 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             + "\n".join(line(k, v, "{:.3f}") for k, v in figures.items())
         )
     else:
+        levers = {
+            "strict_support": args.strict_support,
+            "trim_quotes": args.trim_quotes,
+            "cite_sentences": args.cite_sentences,
+            "abstain_below": args.abstain_below,
+        }
         figures = bench_injection(
-            args.bipia, args.attacks, args.misinformation, args.answerer, args.read_first
+            args.bipia, args.attacks, args.misinformation, args.answerer, args.read_first, levers
         )
         report = injection_report(figures)
     return figures, report

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -190,6 +191,7 @@ def _model_drill(
     model: Model,
     read_first: int,
     progress: bool,
+    levers: Mapping[str, Any] | None = None,
 ) -> Tally:
     from tqdm import tqdm
 
@@ -198,7 +200,7 @@ def _model_drill(
     for i, attack in enumerate(tqdm(attacks, desc="model", unit="attack", disable=not progress)):
         (question, title, _), position = combos[i % len(combos)]
         planted = InjectionSource(source, [Plant(title=title, text=attack.text, position=position)])
-        result = Agent(model, planted, read_first=read_first).ask(question)
+        result = Agent(model, planted, read_first=read_first, **(levers or {})).ask(question)
         if result.infrastructure_error:  # the model was unreachable: not the agent's doing
             tally.errors += 1
             continue
@@ -224,14 +226,16 @@ def drill(
     model: Model | None = None,
     read_first: int = 3,
     progress: bool = False,
+    levers: Mapping[str, Any] | None = None,
 ) -> DrillResult:
     """Plant every attack at every position of every target article; run the three answerers,
-    and `model` (with `read_first` hits fetched up front) on one combination per attack."""
+    and `model` (with `read_first` hits fetched up front, and the agent `levers` of the step
+    being measured: `cite_sentences=True`, ...) on one combination per attack."""
     attacks = list(attacks)
     tallies = {name: Tally() for name in ("extractive", "obeying", "complying")}
     if model is not None:
         tallies["model"] = _model_drill(attacks, source, targets, positions, model, read_first,
-                                        progress)  # fmt: skip
+                                        progress, levers)  # fmt: skip
     useful = blocked = 0
     ids: list[str] = []
     extractive = ExtractiveModel()
