@@ -79,3 +79,24 @@ def test_only_declared_parameter_names_reach_papermill(
     err = capsys.readouterr().err
     assert "no parameter named" in err and "TRIALS" in err  # says what it does declare
     assert not list(tmp_path.rglob("*.ipynb"))
+
+
+def test_the_climb_chart_never_joins_two_versions_of_a_suite() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from wikiqa.experiment import plot_climb
+
+    rows = [
+        {"row": i + 1, "experiment": f"0{i}_x", "suite": "dev", "suite_hash": h, "trials": 3,
+         "tasks_rate": 0.3, "tasks_low": 0.2, "tasks_high": 0.4}
+        for i, h in enumerate(["aaaaaa11", "aaaaaa11", "bbbbbb22"])
+    ] + [{"row": 4, "experiment": "04_x", "suite": "public", "suite_hash": "cc", "trials": 1,
+          "tasks_rate": 0.2, "tasks_low": 0.1, "tasks_high": 0.3}]  # fmt: skip
+    fig = plot_climb(pd.DataFrame(rows))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["dev aaaaaa · 3 trials", "dev bbbbbb · 3 trials", "public · 1 trial"]
+    series = fig.axes[0].containers  # one errorbar per series: its points
+    assert [len(s.lines[0].get_xdata()) for s in series] == [2, 1, 1]

@@ -97,15 +97,22 @@ def plot_risk_coverage(summary: Summary, title: str = "") -> Any:
 
 def plot_climb(climb: pd.DataFrame) -> Any:
     """Tasks passing every dimension, one point per recorded run in the order recorded, with
-    its 95% interval: one series per suite and trial count (a line never joins runs that are
-    not comparable), the x axis labelled by each run's step number."""
+    its 95% interval: one series per suite version (its hash) and trial count, so a line never
+    joins runs that are not comparable (dev before and after a task was added); a suite with
+    more than one version names each by its hash. The x axis is labelled by each run's step."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(12, 4.2))
     if not len(climb) or "tasks_rate" not in climb:
         ax.text(0.5, 0.5, "no recorded runs yet", ha="center")
         return fig
-    for (suite, trials), group in climb.groupby(["suite", "trials"], sort=False):
+    keys = ["suite", "suite_hash", "trials"] if "suite_hash" in climb else ["suite", "trials"]
+    counted = climb.groupby("suite")["suite_hash"].nunique() if "suite_hash" in climb else None
+    versions = {str(k): int(v) for k, v in counted.items()} if counted is not None else {}
+    for key, group in climb.groupby(keys, sort=False):
+        suite, trials = str(key[0]), key[-1]
+        if versions.get(suite, 1) > 1:
+            suite = f"{suite} {str(key[1])[:6]}"
         group = group[group["tasks_rate"].notna()]
         below = (group["tasks_rate"] - group["tasks_low"]).clip(lower=0)
         above = (group["tasks_high"] - group["tasks_rate"]).clip(lower=0)
@@ -116,7 +123,7 @@ def plot_climb(climb: pd.DataFrame) -> Any:
     ax.set_ylim(0, 1)
     ax.set_xlabel("recorded run, in order (labelled by its step number)")
     ax.set_ylabel("tasks passing every dimension, 95% interval")
-    ax.set_title("The climb: one series per suite and trial count")
+    ax.set_title("The climb: one series per suite version and trial count")
     ax.legend(loc="center left", bbox_to_anchor=(1, 0.5), fontsize="small")
     fig.tight_layout()
     return fig

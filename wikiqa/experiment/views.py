@@ -82,8 +82,8 @@ def climb(out: Path | None = None) -> pd.DataFrame:
     for number, r in enumerate(read(out or results_dir()), start=1):
         record: dict[str, Any] = {
             "row": number, "date": r.date, "run_id": r.run_id, "experiment": r.experiment,
-            "change": r.change, "kind": r.kind, "suite": r.suite, "model": r.model,
-            "trials": r.trials,
+            "change": r.change, "kind": r.kind, "suite": r.suite, "suite_hash": r.suite_hash,
+            "model": r.model, "trials": r.trials,
         }  # fmt: skip
         for d in COLUMNS:
             if d in r.dimensions:
