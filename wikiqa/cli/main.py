@@ -18,6 +18,7 @@ from wikiqa.cli.evals import register as register_evals
 from wikiqa.cli.experiment import register as register_experiment
 from wikiqa.cli.local import register as register_local
 from wikiqa.cli.outcomes import register as register_outcomes
+from wikiqa.cli.replies import register as register_replies
 from wikiqa.cli.snapshot import register as register_snapshot
 from wikiqa.cli.suite import register as register_suite
 from wikiqa.cli.validate import register as register_validate
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_local(sub)  # local-model serve
     register_snapshot(sub)  # snapshot info, snapshot record
     register_cassette(sub)  # cassette info, diff, merge
+    register_replies(sub)  # replies export, import
     return parser
 
 

@@ -80,6 +80,11 @@ class ResponseCache:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, value))
 
+    def items(self) -> list[tuple[str, str]]:
+        """Every (key, value), for `wikiqa replies export`."""
+        with self._lock:
+            return list(self._db.execute("SELECT key, value FROM responses"))
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

@@ -1,0 +1,76 @@
+"""`wikiqa replies export|import`: the response cache carried to another machine in a file."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from wikiqa.cli.main import main
+from wikiqa.evals.running.cache import ResponseCache
+from wikiqa.evals.running.replies import RepliesError, export_replies, import_replies
+
+
+def _cache(path: Path, entries: dict[str, str]) -> ResponseCache:
+    cache = ResponseCache(path)
+    for key, value in entries.items():
+        cache.put(key, value)
+    return cache
+
+
+def test_an_exported_cache_imported_elsewhere_serves_the_same_replies(tmp_path: Path) -> None:
+    here = _cache(tmp_path / "a.sqlite", {"k2": '{"text": "two"}', "k1": '{"text": "one"}'})
+    out = tmp_path / "results" / "replies.jsonl.gz"
+    assert export_replies(here, out) == 2
+    lines = [json.loads(x) for x in gzip.decompress(out.read_bytes()).decode().splitlines()]
+    assert [x["key"] for x in lines] == ["k1", "k2"]  # sorted: the same cache, the same bytes
+    first = out.read_bytes()
+    assert export_replies(here, out) == 2 and out.read_bytes() == first  # no timestamp inside
+    # the new machine already made one reply of its own: kept as it is, never replaced
+    there = _cache(tmp_path / "b.sqlite", {"k2": '{"text": "mine"}'})
+    assert import_replies(there, out) == (1, 1)
+    assert there.get("k1") == '{"text": "one"}' and there.get("k2") == '{"text": "mine"}'
+    assert import_replies(there, out) == (0, 2)  # importing twice adds nothing
+
+
+def test_no_secret_reaches_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value-123456")
+    here = _cache(tmp_path / "a.sqlite", {"k": '{"text": "key sk-ant-secret-value-123456"}'})
+    out = tmp_path / "replies.jsonl.gz"
+    export_replies(here, out)
+    assert "sk-ant-secret-value-123456" not in gzip.decompress(out.read_bytes()).decode()
+
+
+def test_a_bad_file_is_refused_whole_and_named(tmp_path: Path) -> None:
+    cache = _cache(tmp_path / "a.sqlite", {})
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_bytes(gzip.compress(b'{"key": "k1", "value": "v1"}\n{"key": "k2"}\n'))
+    with pytest.raises(RepliesError, match=r"bad.jsonl.gz:2: value"):
+        import_replies(cache, bad)
+    assert cache.get("k1") is None  # checked whole before anything is written
+    plain = tmp_path / "plain.jsonl.gz"
+    plain.write_text('{"key": "k", "value": "v"}\n')
+    with pytest.raises(RepliesError, match="not a gzip replies file"):
+        import_replies(cache, plain)
+    with pytest.raises(RepliesError, match="no such replies file"):
+        import_replies(cache, tmp_path / "missing.jsonl.gz")
+
+
+def test_the_commands_use_the_home_cache_and_the_results_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("WIKIQA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("WIKIQA_RESULTS", str(tmp_path / "results"))
+    from wikiqa.evals.running.cache import cache_path
+
+    _cache(cache_path(), {"k": "v"}).close()
+    assert main(["replies", "export"]) == 0
+    assert (tmp_path / "results" / "replies.jsonl.gz").is_file()
+    assert "1 replies" in capsys.readouterr().out
+    monkeypatch.setenv("WIKIQA_HOME", str(tmp_path / "elsewhere"))
+    assert main(["replies", "import"]) == 0
+    assert "1 replies added" in capsys.readouterr().out
+    assert main(["replies", "import", str(tmp_path / "nope.jsonl.gz")]) != 0
+    assert "no such replies file" in capsys.readouterr().err

@@ -1,0 +1,58 @@
+"""`wikiqa replies export|import`: the response cache as a committed file (see
+`wikiqa.evals.running.replies` for why)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from wikiqa.cli.common import CliError
+
+NAME = "replies.jsonl.gz"  # in the results folder (WIKIQA_RESULTS, default results/)
+
+
+def _file(given: Path | None) -> Path:
+    from wikiqa.config import Settings
+
+    return given if given is not None else Settings().results_dir() / NAME
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from wikiqa.evals.running.cache import ResponseCache, cache_path
+    from wikiqa.evals.running.replies import export_replies
+
+    cache = ResponseCache(cache_path())
+    try:
+        count = export_replies(cache, _file(args.file))
+    finally:
+        cache.close()
+    print(f"{_file(args.file)}: {count} replies from {cache_path()}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from wikiqa.evals.running.cache import ResponseCache, cache_path
+    from wikiqa.evals.running.replies import RepliesError, import_replies
+
+    cache = ResponseCache(cache_path())
+    try:
+        added, kept = import_replies(cache, _file(args.file))
+    except RepliesError as err:
+        raise CliError(str(err)) from err
+    finally:
+        cache.close()
+    print(f"{cache_path()}: {added} replies added from {_file(args.file)}, {kept} already there")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    replies = sub.add_parser(
+        "replies", help="the response cache as a file: export it to commit, import it elsewhere"
+    )
+    actions = replies.add_subparsers(dest="replies_command", required=True, metavar="ACTION")
+    out = actions.add_parser("export", help="write every cached reply to FILE (gzip JSON lines)")
+    out.add_argument("file", nargs="?", type=Path, help=f"default: {NAME} in the results folder")
+    out.set_defaults(func=cmd_export)
+    into = actions.add_parser("import", help="add FILE's replies the cache lacks (never replaces)")
+    into.add_argument("file", nargs="?", type=Path, help=f"default: {NAME} in the results folder")
+    into.set_defaults(func=cmd_import)

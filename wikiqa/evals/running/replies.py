@@ -1,0 +1,84 @@
+"""The response cache as a file that travels with the repository: `wikiqa replies export|import`.
+
+Why: a step whose lever acts after the model's last call (abstention) or only where another
+step's does not (strict support, trimming) costs minutes instead of hours because its calls are
+served from the response cache, and the cache lives in `WIKIQA_HOME`, on one machine. A session
+on a new machine would pay those hours again. Exported (one JSON line per entry, sorted, gzip
+without a timestamp, so the same cache gives the same bytes) and committed, then imported on the
+new machine, the replies are there again. Import only adds: an entry the local cache already
+holds is kept as it is.
+
+Entries are model replies keyed by a hash of the request; they are scrubbed on export like
+everything else that leaves a run, so no secret reaches the file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from wikiqa.evals.running.cache import ResponseCache
+from wikiqa.inputs import MiB, parse_jsonl, validate
+from wikiqa.secrets import scrub
+
+LIMIT = 512 * MiB  # uncompressed: far above today's few megabytes, and bounded
+
+
+class RepliesError(ValueError):
+    """A replies file is missing, not gzip, or malformed; the message names the file and line."""
+
+
+class Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    value: str
+
+
+def export_replies(cache: ResponseCache, out: Path) -> int:
+    """Write every cache entry to `out` (gzip JSON lines, sorted by key); the count written."""
+    entries = sorted(cache.items())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")  # a failed export leaves the old file whole
+    with partial.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        for key, value in entries:
+            line = json.dumps({"key": key, "value": scrub(value)}, ensure_ascii=False)
+            gz.write((line + "\n").encode("utf-8"))
+    partial.replace(out)
+    return len(entries)
+
+
+def read_replies(path: Path) -> list[Entry]:
+    """The entries of a replies file, every problem named with the file and line."""
+    try:
+        with gzip.open(path, "rb") as gz:
+            data = gz.read(LIMIT + 1)
+    except FileNotFoundError:
+        raise RepliesError(f"{path}: no such replies file") from None
+    except (OSError, EOFError) as err:
+        raise RepliesError(f"{path}: not a gzip replies file ({err})") from None
+    if len(data) > LIMIT:
+        raise RepliesError(f"{path}: more than {LIMIT // MiB} MiB uncompressed")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise RepliesError(f"{path}: not UTF-8 ({err.reason})") from None
+    return [
+        validate(Entry, obj, f"{path}:{lineno}", RepliesError)
+        for lineno, obj in parse_jsonl(text, path, RepliesError)
+    ]
+
+
+def import_replies(cache: ResponseCache, path: Path) -> tuple[int, int]:
+    """Add the entries of `path` the cache lacks: (added, already there). The whole file is
+    read and checked before anything is written."""
+    entries = read_replies(path)
+    added = 0
+    for entry in entries:
+        if cache.get(entry.key) is None:
+            cache.put(entry.key, entry.value)
+            added += 1
+    return added, len(entries) - added
