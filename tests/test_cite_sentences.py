@@ -114,7 +114,9 @@ def test_the_lever_changes_the_prompt_and_the_tools_and_nothing_without_it() -> 
     assert [t.name for t in tools_for(True)] == [t.name for t in tools_for(False)]
 
 
-def _run_of(tiny: SnapshotSource, tmp_path: Path, script: list[list[Any]]) -> RunOutcome:
+def _run_of(
+    tiny: SnapshotSource, tmp_path: Path, script: list[list[Any]], read_first: int = 3
+) -> RunOutcome:
     """One trial of the FLOW-MATIC question under the lever, recorded in `tmp_path`."""
     task = {
         "id": "flow-matic", "category": "factual", "should_refuse": False, "question": QUESTION,
@@ -125,13 +127,16 @@ def _run_of(tiny: SnapshotSource, tmp_path: Path, script: list[list[Any]]) -> Ru
     suite = tmp_path / "suite.jsonl"
     suite.write_text(json.dumps(task) + "\n")
     config = RunConfig(
-        suite=str(suite), trials=1, cite_sentences=True, cache=False, out=tmp_path, infra_backoff=0
-    )
+        suite=str(suite), trials=1, cite_sentences=True, cache=False, out=tmp_path,
+        infra_backoff=0, read_first=read_first,
+    )  # fmt: skip
     return run_eval(config, model=ScriptedModel(script), source=tiny, progress=False)
 
 
-def _journal_of(tiny: SnapshotSource, tmp_path: Path, script: list[list[Any]]) -> Path:
-    outcome = _run_of(tiny, tmp_path, script)
+def _journal_of(
+    tiny: SnapshotSource, tmp_path: Path, script: list[list[Any]], read_first: int = 3
+) -> Path:
+    outcome = _run_of(tiny, tmp_path, script, read_first)
     return tmp_path / "journals" / outcome.meta.run_id / "journal.jsonl"
 
 
@@ -199,3 +204,26 @@ def test_journals_from_before_the_placeholders_are_read_without_the_dropped_cita
     assert _proposed(bare) == Answer(text="Grace Hopper.", citations=[UNREADABLE])
     none = {"name": "submit_answer", "arguments": {"answer": "Grace Hopper."}}
     assert _proposed(none) == Answer(text="Grace Hopper.", citations=[UNREADABLE])
+
+
+def test_a_fetch_and_a_citation_in_one_turn_replay_as_the_loop_ran_them(
+    tiny: SnapshotSource, tmp_path: Path
+) -> None:
+    # the loop fetched, then resolved and accepted the citation; its replay must see the fetch
+    turn = [[FETCH[0], _cite("Grace Hopper", 2)[0]]]
+    [proposal] = proposals(_journal_of(tiny, tmp_path, turn, read_first=0))
+    assert proposal.retrieved == ["Grace Hopper"]  # fetched in the proposal's own turn
+    assert isinstance(proposal.answer, Answer)
+    cites = [CitationArg(title=c.title, quote=c.quote) for c in proposal.answer.citations]
+    assert not citation_problems(cites, fetched_of(tiny, *proposal.retrieved))
+
+
+def test_what_the_loop_calls_malformed_is_read_back_as_rejected() -> None:
+    extra = {"name": "submit_answer", "arguments": {"answer": "Grace Hopper.", "citations": [{"title": "Grace Hopper", "quote": SECOND, "sentence": 2}]}}  # fmt: skip
+    read = _proposed(extra)
+    assert isinstance(read, Answer) and read.citations == [UNREADABLE]
+    long = {"name": "submit_answer", "arguments": {"answer": "x " * 2001, "citations": [{"title": "Grace Hopper", "quote": SECOND}]}}  # fmt: skip
+    read = _proposed(long)
+    assert isinstance(read, Answer) and read.citations[-1] == UNREADABLE
+    empty = {"name": "submit_answer", "arguments": {"answer": " ", "citations": [{"title": "Grace Hopper", "quote": SECOND}]}}  # fmt: skip
+    assert _proposed(empty) is None

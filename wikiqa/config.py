@@ -135,6 +135,16 @@ class Settings(BaseSettings):
         return path
 
 
+def remember_secrets(settings: Settings | None = None) -> None:
+    """Have `wikiqa.secrets` know every secret the settings hold (a `.env` key included), for
+    a writer that scrubs text no provider call revealed first (`wikiqa replies export`)."""
+    found = settings if settings is not None else Settings()
+    for name in type(found).model_fields:
+        value = getattr(found, name)
+        if isinstance(value, SecretStr):
+            reveal(value)
+
+
 def reveal(secret: SecretStr | None) -> str | None:
     """A secret's value, for the one call that sends it; never for logging. The value is
     remembered by `wikiqa.secrets`, so every writer scrubs it even when it came from a `.env`."""

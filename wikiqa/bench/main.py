@@ -157,6 +157,11 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         report = "load (wikiqa serve with a token, offline, loopback, idle flood running)\n"
         report += "\n".join(line(k, v, "{:.1f}") for k, v in figures.items())
     elif args.suite == "local":
+        if args.abstain_below:  # said, not ignored
+            raise ValueError(
+                "--abstain-below acts after the model's last call, so it changes nothing the "
+                "speed bench times; it is for injection --answerer"
+            )
         levers = {
             "strict_support": args.strict_support,
             "trim_quotes": args.trim_quotes,

@@ -31,6 +31,9 @@ class FetchArgs(BaseModel):
     title: str = Field(min_length=1, max_length=300)
 
 
+MAX_ANSWER = 4000  # characters of a submitted answer; longer is malformed
+
+
 class CitationArg(BaseModel):
     model_config = ConfigDict(extra="forbid")
     title: str = Field(min_length=1)
@@ -39,7 +42,7 @@ class CitationArg(BaseModel):
 
 class SubmitArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    answer: str = Field(min_length=1, max_length=4000)
+    answer: str = Field(min_length=1, max_length=MAX_ANSWER)
     citations: list[CitationArg] = Field(min_length=1)
 
 
@@ -57,7 +60,7 @@ class SentenceSubmitArgs(BaseModel):
     offered; its arguments become `SubmitArgs` once the sentences are put in)."""
 
     model_config = ConfigDict(extra="forbid")
-    answer: str = Field(min_length=1, max_length=4000)
+    answer: str = Field(min_length=1, max_length=MAX_ANSWER)
     citations: list[SentenceCitationArg] = Field(min_length=1)
 
 

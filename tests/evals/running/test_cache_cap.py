@@ -130,7 +130,10 @@ def test_a_run_records_the_cap_its_model_was_called_with(
     )
     assert again.trials_run == 0 and again.meta.max_tokens == 256
     # and so is finishing it with another lever (a notebook's RESUME takes the notebook's)
-    for lever in ({"cite_sentences": True}, {"abstain_below": 0.4}, {"read_first": 2}):
+    for lever in (
+        {"cite_sentences": True}, {"abstain_below": 0.4}, {"read_first": 2},
+        {"model": "extractive:abstain=0.4"},
+    ):  # fmt: skip
         other = config.model_copy(update=lever)
         with pytest.raises(ValueError, match=f"was made with {next(iter(lever))}="):
             run_eval(other, outcome.meta.run_id, model=Capped(256, 20), source=tiny, progress=False)

@@ -13,13 +13,23 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from wikiqa.agent import AgentResult, Answer, Citation, Output, Refusal, Retrieved, quotable_text
+from wikiqa.agent import (
+    AgentResult,
+    Answer,
+    Citation,
+    Output,
+    Refusal,
+    Retrieved,
+    TraceEvent,
+    quotable_text,
+)
 from wikiqa.agent.citing import UNRESOLVED
 from wikiqa.evals.graders import grade
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.running.journal import Journal
 from wikiqa.evals.tasks.task import SUITES, Task, load_tasks
 from wikiqa.inputs import MiB, read_objects, validate
+from wikiqa.models import MAX_ANSWER
 from wikiqa.sources import InjectionSource, WikiSource
 
 LABELS = SUITES.parent / "labels" / "grader_labels.jsonl"
@@ -69,18 +79,29 @@ def proposals(journal: Path) -> list[LabelledExample]:
     not verbatim, so the final outputs of a weak model are mostly the loop's own refusals, and
     the model's paraphrases and hallucinations survive only as the submissions it proposed.
     The graders are then asked what they would say had such a text been returned.
-    `retrieved` is what the model had fetched when it proposed; identical proposals within a
-    trial are kept once. Label each example's
+    `retrieved` is what the model had fetched when it proposed, the fetches of the proposal's
+    own turn included (the loop runs a turn's calls in order, and a fetch and a submission in
+    one turn is a model's way of reading and citing at once; its fetch events follow the
+    turn's model event in the trace); identical proposals within a trial are kept once.
+    Label each example's
     `labels` by hand (dimension -> pass | fail | n/a) before using it."""
 
     out: list[LabelledExample] = []
     for (task_id, trial), record in sorted(Journal(journal).read().items()):
+        trace = record.result.trace
         fetched: list[str] = []
         seen: set[str] = set()  # a repair turn often resubmits the same text; keep it once
-        for event in record.result.trace:
-            if event.kind == "fetch" and "revision_id" in event.detail:
+        for i, event in enumerate(trace):
+            if _fetched(event):
                 fetched.append(str(event.detail["title"]))
-            for call in event.detail.get("calls", []) if event.kind == "model" else []:
+            if event.kind != "model":
+                continue
+            turn = []  # this turn's own fetches: the events after it, up to the next model turn
+            for later in trace[i + 1 :]:
+                if later.kind == "model":
+                    break
+                turn += [str(later.detail["title"])] if _fetched(later) else []
+            for call in event.detail.get("calls", []):
                 answer = _proposed(call)
                 if answer is not None and answer.model_dump_json() not in seen:
                     seen.add(answer.model_dump_json())
@@ -89,11 +110,16 @@ def proposals(journal: Path) -> list[LabelledExample]:
                             id=f"{task_id}-t{trial}-{len(seen) - 1}",
                             task_id=task_id,
                             answer=answer,
-                            retrieved=list(dict.fromkeys(fetched)),
+                            retrieved=list(dict.fromkeys(fetched + turn)),
                             labels={},
                         )
                     )
     return out
+
+
+def _fetched(event: TraceEvent) -> bool:
+    """A fetch that returned an article (a failed one has no revision)."""
+    return event.kind == "fetch" and "revision_id" in event.detail
 
 
 # What a citation the loop could not read is read as: a placeholder that no check passes. Dropping
@@ -110,16 +136,18 @@ def _proposed(call: dict[str, Any]) -> Output | None:
     arguments = call.get("quoted") or given
     if call.get("name") == "refuse" and isinstance(arguments.get("reason"), str):
         return Refusal(reason=arguments["reason"], reason_code="not_supported")
-    if call.get("name") != "submit_answer" or not isinstance(arguments.get("answer"), str):
-        return None
+    text = arguments.get("answer")
+    if call.get("name") != "submit_answer" or not isinstance(text, str) or not text.strip():
+        return None  # no answer to read (the loop calls an empty one malformed)
     listed = arguments.get("citations")
     listed = listed if isinstance(listed, list) else []
     citations = [
         Citation(title=c["title"], quote=c["quote"])
         if isinstance(c, dict)
-        and isinstance(c.get("title"), str)
+        and set(c) == {"title", "quote"}  # an extra key is malformed to the loop too
+        and isinstance(c["title"], str)
         and c["title"]
-        and isinstance(c.get("quote"), str)
+        and isinstance(c["quote"], str)
         and c["quote"]
         else UNREADABLE
         for c in listed
@@ -128,9 +156,9 @@ def _proposed(call: dict[str, Any]) -> Output | None:
     cited = given.get("citations")
     dropped = len(cited) - len(listed) if isinstance(cited, list) else 0
     citations += [UNREADABLE] * max(dropped, 0)
-    if call.get("error") or not citations:
+    if call.get("error") or not citations or len(text) > MAX_ANSWER:
         citations.append(UNREADABLE)
-    return Answer(text=arguments["answer"], citations=citations)
+    return Answer(text=text, citations=citations)
 
 
 def _result(example: LabelledExample, task: Task, source: WikiSource) -> AgentResult:

@@ -18,10 +18,12 @@ import gzip
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from wikiqa.evals.running.cache import ResponseCache
+from wikiqa.config import remember_secrets
+from wikiqa.evals.running.cache import CAP_FIELD, ResponseCache
 from wikiqa.inputs import MiB, parse_jsonl, validate
+from wikiqa.models import ModelTurn
 from wikiqa.secrets import scrub
 
 LIMIT = 512 * MiB  # uncompressed: far above today's few megabytes, and bounded
@@ -40,6 +42,7 @@ class Entry(BaseModel):
 
 def export_replies(cache: ResponseCache, out: Path) -> int:
     """Write every cache entry to `out` (gzip JSON lines, sorted by key); the count written."""
+    remember_secrets()  # a key only a `.env` holds is scrubbed too
     entries = sorted(cache.items())
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")  # a failed export leaves the old file whole
@@ -66,10 +69,22 @@ def read_replies(path: Path) -> list[Entry]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise RepliesError(f"{path}: not UTF-8 ({err.reason})") from None
-    return [
-        validate(Entry, obj, f"{path}:{lineno}", RepliesError)
-        for lineno, obj in parse_jsonl(text, path, RepliesError)
-    ]
+    entries = []
+    for lineno, obj in parse_jsonl(text, path, RepliesError):
+        entry = validate(Entry, obj, f"{path}:{lineno}", RepliesError)
+        try:  # what the cache serves on a hit: a model turn (and the cap it was made with)
+            turn = json.loads(entry.value)
+            if not isinstance(turn, dict):
+                raise ValueError("not a JSON object")
+            turn.pop(CAP_FIELD, None)
+            ModelTurn.model_validate(turn)
+        except (ValueError, ValidationError) as err:
+            first = str(err).splitlines()[0]
+            raise RepliesError(
+                f"{path}:{lineno}: value is not a cached model turn ({first})"
+            ) from None
+        entries.append(entry)
+    return entries
 
 
 def import_replies(cache: ResponseCache, path: Path) -> tuple[int, int]:

@@ -59,10 +59,11 @@ from wikiqa.sources import InjectionSource, WikiSource
 from wikiqa.sources.cassette import CassetteRecorder
 
 # What the agent of a trial is built with: a run resumed under other values would mix two agents
-# in one journal (a notebook's RESUME takes its levers from the notebook, not from the run).
+# in one journal (a notebook's RESUME takes its levers from the notebook, not from the run). The
+# model spec carries the extractive answerer's own levers (`extractive:abstain=0.4`).
 AGENT_FIELDS = (
-    "retrieval", "budget", "read_first", "spotlight", "strict_support", "trim_quotes",
-    "abstain_below", "cite_sentences", "judge",
+    "model", "source", "retrieval", "budget", "read_first", "spotlight", "strict_support",
+    "trim_quotes", "abstain_below", "cite_sentences", "judge",
 )  # fmt: skip
 
 
