@@ -225,5 +225,5 @@ def test_what_the_loop_calls_malformed_is_read_back_as_rejected() -> None:
     long = {"name": "submit_answer", "arguments": {"answer": "x " * 2001, "citations": [{"title": "Grace Hopper", "quote": SECOND}]}}  # fmt: skip
     read = _proposed(long)
     assert isinstance(read, Answer) and read.citations[-1] == UNREADABLE
-    empty = {"name": "submit_answer", "arguments": {"answer": " ", "citations": [{"title": "Grace Hopper", "quote": SECOND}]}}  # fmt: skip
+    empty = {"name": "submit_answer", "arguments": {"answer": "", "citations": [{"title": "Grace Hopper", "quote": SECOND}]}}  # fmt: skip
     assert _proposed(empty) is None

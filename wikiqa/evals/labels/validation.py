@@ -137,7 +137,7 @@ def _proposed(call: dict[str, Any]) -> Output | None:
     if call.get("name") == "refuse" and isinstance(arguments.get("reason"), str):
         return Refusal(reason=arguments["reason"], reason_code="not_supported")
     text = arguments.get("answer")
-    if call.get("name") != "submit_answer" or not isinstance(text, str) or not text.strip():
+    if call.get("name") != "submit_answer" or not isinstance(text, str) or not text:
         return None  # no answer to read (the loop calls an empty one malformed)
     listed = arguments.get("citations")
     listed = listed if isinstance(listed, list) else []
