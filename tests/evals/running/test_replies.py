@@ -43,11 +43,11 @@ def test_an_exported_cache_imported_elsewhere_serves_the_same_replies(tmp_path: 
 
 
 def test_no_secret_reaches_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value-123456")
-    here = _cache(tmp_path / "a.sqlite", {"k": _turn("key sk-ant-secret-value-123456")})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "placeholder-secret-0123456789")
+    here = _cache(tmp_path / "a.sqlite", {"k": _turn("key placeholder-secret-0123456789")})
     out = tmp_path / "replies.jsonl.gz"
     export_replies(here, out)
-    assert "sk-ant-secret-value-123456" not in gzip.decompress(out.read_bytes()).decode()
+    assert "placeholder-secret-0123456789" not in gzip.decompress(out.read_bytes()).decode()
 
 
 def test_a_key_only_a_dotenv_holds_is_scrubbed_too(
@@ -55,11 +55,11 @@ def test_a_key_only_a_dotenv_holds_is_scrubbed_too(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-dotenv-only-secret-987654\n")
-    here = _cache(tmp_path / "a.sqlite", {"k": _turn("the key is sk-dotenv-only-secret-987654")})
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=dotenv-only-placeholder-987654\n")
+    here = _cache(tmp_path / "a.sqlite", {"k": _turn("the key is dotenv-only-placeholder-987654")})
     out = tmp_path / "replies.jsonl.gz"
     export_replies(here, out)
-    assert "sk-dotenv-only-secret-987654" not in gzip.decompress(out.read_bytes()).decode()
+    assert "dotenv-only-placeholder-987654" not in gzip.decompress(out.read_bytes()).decode()
 
 
 def test_a_bad_file_is_refused_whole_and_named(tmp_path: Path) -> None:
