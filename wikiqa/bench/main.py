@@ -127,6 +127,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _switches(args: argparse.Namespace) -> dict[str, bool]:
+    """The agent's on/off levers as the command line set them (`local`, `injection`)."""
+    return {
+        "strict_support": args.strict_support,
+        "trim_quotes": args.trim_quotes,
+        "cite_sentences": args.cite_sentences,
+    }
+
+
 def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """The chosen benchmark's figures and its printed report."""
     if args.suite == "sources":
@@ -162,12 +171,9 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
                 "--abstain-below acts after the model's last call, so it changes nothing the "
                 "speed bench times; it is for injection --answerer"
             )
-        levers = {
-            "strict_support": args.strict_support,
-            "trim_quotes": args.trim_quotes,
-            "cite_sentences": args.cite_sentences,
-        }
-        figures = bench_local(args.model, args.questions, args.read_first, args.options, levers)
+        figures = bench_local(
+            args.model, args.questions, args.read_first, args.options, _switches(args)
+        )
         report = local_report(figures)
     elif args.suite == "snapping":
         if args.journal is None:
@@ -187,12 +193,7 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             + "\n".join(line(k, v, "{:.3f}") for k, v in figures.items())
         )
     else:
-        levers = {
-            "strict_support": args.strict_support,
-            "trim_quotes": args.trim_quotes,
-            "cite_sentences": args.cite_sentences,
-            "abstain_below": args.abstain_below,
-        }
+        levers = {**_switches(args), "abstain_below": args.abstain_below}
         figures = bench_injection(
             args.bipia, args.attacks, args.misinformation, args.answerer, args.read_first, levers
         )
