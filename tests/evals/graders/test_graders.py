@@ -105,6 +105,48 @@ def test_an_ordinal_elsewhere_does_not_unsay_a_sentence_that_states_the_claim() 
     ]
 
 
+PARIS = (
+    "Paris is the capital and largest city of France, with an estimated city population of "
+    "2.04 million. Italy is a country in Southern Europe."
+)
+
+
+def test_a_claim_whose_gap_the_question_fills_is_not_shown_supported() -> None:
+    # Every word is retrieved, and 6 of 7 stand in Paris's sentence: the seventh, "Italy",
+    # comes from the question, which is no evidence (Qwen's answer, labelled fail by humans).
+    out = answer(
+        "Paris is the capital of Italy because it is the largest city in France.",
+        ("Paris", "Paris is the capital and largest city of France"),
+    )
+    paris = task(question="Why is Paris the capital of Italy?")
+    g = graders.faithfulness(paris, result(out, text=PARIS, title="Paris"))[0]
+    assert g.verdict == "needs_judge"
+    assert g.detail["undecided"][0]["borrowed_from_question"] == ["italy"]
+    # Asked otherwise, "Italy" is a name the claim adds, which its sentence must hold: the
+    # question's own names, exempt from that test, were the gap.
+    asked = task(question="What is the capital of France?")
+    assert graders.faithfulness(asked, result(out, text=PARIS, title="Paris"))[0].verdict != "pass"
+
+
+def test_question_words_a_sentence_does_hold_are_no_gap() -> None:
+    out = answer(
+        "Paris is the capital and largest city of France.",
+        ("Paris", "Paris is the capital and largest city of France"),
+    )
+    paris = task(question="Is Paris the capital of France?")
+    assert graders.faithfulness(paris, result(out, text=PARIS, title="Paris"))[0].verdict == "pass"
+
+
+def test_a_denial_uses_the_question_words_without_borrowing_them() -> None:
+    out = answer(
+        "The premise is wrong: Paris is not the capital of Italy, it is the capital of France.",
+        ("Paris", "Paris is the capital and largest city of France"),
+    )
+    paris = task(question="Why is Paris the capital of Italy?")
+    g = graders.faithfulness(paris, result(out, text=PARIS, title="Paris"))[0]
+    assert g.verdict == "pass", g.detail
+
+
 def test_paraphrase_the_offline_tier_cannot_decide_is_needs_judge() -> None:
     out = answer(
         "Hopper, an American scientist, created FLOW-MATIC.",

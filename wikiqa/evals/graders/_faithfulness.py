@@ -10,7 +10,7 @@ entity or title answer must also be linked to the question by a cited sentence (
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from wikiqa.agent.result import AgentResult, Answer, Citation, Refusal
 from wikiqa.evals.graders._calibration import soft_refusal
@@ -130,24 +130,37 @@ SENTENCE_FLOOR = 0.75
 _ORDINALS = frozenset("second third fourth fifth sixth seventh eighth ninth tenth".split())
 
 
+class _Fit(NamedTuple):
+    """How a claim's words stand in the single evidence sentence that holds most of them."""
+
+    share: float  # the largest share of the claim's words found in one sentence
+    ranked: list[str]  # superlatives that sentence ranks with an ordinal the claim drops
+    borrowed: list[str]  # the question's words that every such best sentence lacks
+
+
 def _together(
     claim: str,
     terms: set[str],
     evidence: list[tuple[str, str]],
     needed: tuple[set[str], set[str]] = (set(), set()),
-) -> tuple[float, list[str]]:
-    """(the largest share of the claim's words found in one evidence sentence, superlatives
-    that sentence ranks with an ordinal the claim drops: "second-highest" is not "highest";
-    none when another sentence as good states the claim without one).
+    asked: frozenset[str] = frozenset(),
+) -> _Fit:
+    """The claim's best single evidence sentence (`_Fit`). Superlatives: "second-highest" is
+    not "highest", unless another sentence as good states the claim without an ordinal.
+    Borrowed words: when every best sentence lacks one of the question's own words that the
+    claim uses ("Paris is the capital of Italy because it is the largest city in France", for
+    "Why is Paris the capital of Italy?"), the text states a different claim and the question
+    filled the gap, which is no evidence.
     A sentence counts its article's title too: a lead's "She" is the woman it is about. Only a
     sentence that holds every name and number the claim adds counts: "79" from gold's lead
     does not make "mercury's atomic number is 79" true."""
     names, numbers = needed
     if len(terms) < 3 and not names and not numbers:
-        return 1.0, []  # too short to scatter
+        return _Fit(1.0, [], [])  # too short to scatter
     claimed = words(claim)
     best: float = 0.0
     ranked: list[str] = []
+    lacking: list[set[str]] = []  # per best sentence, the question's words it does not hold
     plain = False  # a best sentence that ranks nothing otherwise: the claim stands on it
     for title, sentence in evidence:
         said = words(sentence)
@@ -162,12 +175,15 @@ def _together(
             if i and said[i - 1] in _ORDINALS and w in claimed
             and w.endswith("est") and f"{said[i - 1]} {w}" not in " ".join(claimed)
         ]  # fmt: skip
+        missing = (terms - about) & asked
         if share > best:
-            best, ranked, plain = share, dropped, not dropped
+            best, ranked, plain, lacking = share, dropped, not dropped, [missing]
         else:
             ranked, plain = ranked + dropped, plain or not dropped
+            lacking.append(missing)
+    borrowed = sorted(set().union(*lacking)) if lacking and all(lacking) else []
     # "second highest" in K2's lead does not unsay Everest's "the highest mountain on Earth"
-    return best, ranked if best == 1.0 and not plain else []
+    return _Fit(best, ranked if best == 1.0 and not plain else [], borrowed)
 
 
 BARE_WORDS = 6
@@ -264,17 +280,19 @@ def _faithfulness(task: Task, result: AgentResult, judge: Judge | None) -> Grade
         allowed = (asked | {_term(w) for w in DENIAL_VOCABULARY}) if denial else set()
         share = len(terms & (vocabulary | allowed)) / len(terms) if terms else 1.0
         needed = {_term(n.casefold()) for n in _names(claim)} - named, _numbers(claim)
-        together, ranked = _together(claim, terms - allowed, by_article, needed)
-        if missing_numbers or missing_names or share < SUPPORT_FLOOR or ranked:
+        # A denial's question words are allowed, so they are never counted as borrowed.
+        fit = _together(claim, terms - allowed, by_article, needed, frozenset(asked - allowed))
+        if missing_numbers or missing_names or share < SUPPORT_FLOOR or fit.ranked:
             unsupported.append(
                 {"claim": claim, "share": round(share, 3), "missing_numbers": missing_numbers,
-                 "missing_names": missing_names, "ranked_otherwise": ranked}
+                 "missing_names": missing_names, "ranked_otherwise": fit.ranked}
             )  # fmt: skip
-        elif share == 1.0 and together >= SENTENCE_FLOOR:
+        elif share == 1.0 and fit.share >= SENTENCE_FLOOR and not fit.borrowed:
             supported.append(claim)
         else:
             undecided.append(
-                {"claim": claim, "share": round(share, 3), "in_one_sentence": round(together, 3)}
+                {"claim": claim, "share": round(share, 3), "in_one_sentence": round(fit.share, 3)}
+                | ({"borrowed_from_question": fit.borrowed} if fit.borrowed else {})
             )
     bad_quotes = []
     if isinstance(output, Answer):
