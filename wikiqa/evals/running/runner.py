@@ -246,7 +246,9 @@ class Runner:
                 raise ValueError(
                     f"run {resume} used suite {meta.suite_hash}; the file is now {digest}"
                 )
-            changed = [f for f in AGENT_FIELDS if getattr(meta.config, f) != getattr(config, f)]
+            changed = [
+                f for f in AGENT_FIELDS if _as_journaled(meta.config, f) != _as_journaled(config, f)
+            ]
             if changed:
                 raise ValueError(
                     f"run {resume} was made with "
@@ -347,6 +349,13 @@ def graded_again(task: Task, record: TrialRecord) -> TrialRecord:
     result is kept, so no model is called."""
     graded = grade(task, record.result)
     return record.model_copy(update={"grades": graded.grades, "decision": graded.decision})
+
+
+def _as_journaled(config: RunConfig, field: str) -> Any:
+    """A setting as meta.json holds it: a spec with a password in its URL is written masked,
+    so the run's own value is masked too before the two are compared on resume."""
+    value = getattr(config, field)
+    return scrub(value) if isinstance(value, str) else value
 
 
 def slug(text: str) -> str:
