@@ -36,7 +36,9 @@ REFUSAL_VOCABULARY = frozenset(
     result no not none state states stated record records lead page pages given this that know
     known checked check looked sure certain determine tell citation citations cite cited quote
     quotes quoted quoting verbatim passage passages copy copied exactly exact word words wording
-    required ellipses leave""".split()
+    required ellipses leave discuss discusses discussed explain explains explained describe
+    describes described list lists listed cover covers covered address addresses nothing
+    anything""".split()
 )
 # What a refusal quotes ('...') it mentions, not asserts: a real model's refusal often repeats
 # the loop's own feedback ("The citation 2 is not a verbatim passage of 'Crane fly': '...'"),
@@ -99,28 +101,51 @@ def _claims(output: Answer | Refusal, question: str) -> list[str]:
     answer branch) only the sentences that say more than "not found". The loop's own refusals
     (every code but `not_supported`) are templates that assert nothing about the topic; an
     `ungrounded` one even quotes the rejected text to say it was rejected."""
+    asked = {_term(w) for w in content_words(question)}
     if isinstance(output, Answer) and not soft_refusal(output.text):
-        return sentences(output.text) or [output.text]
+        # "The article doesn't discuss intelligence. It says ...": what the text does not
+        # say is said of the text, not of the topic; only what such a sentence adds is checked.
+        return [
+            s
+            for s in sentences(output.text) or [output.text]
+            if not _of_the_text(s) or _smuggles(s, asked, question)
+        ]
     if isinstance(output, Refusal) and output.reason_code != "not_supported":
         return []
     text = output.text if isinstance(output, Answer) else output.reason
     if isinstance(output, Refusal):  # before splitting: a quote may hold a sentence's end
         text = _COUNTED.sub(" ", _MENTIONED.sub(" ", text))
-    asked = {_term(w) for w in content_words(question)}
-    smuggled = []
-    for sentence in sentences(text):
-        rest = [
-            w
-            for w in content_words(sentence)
-            if w.removesuffix("'s") not in REFUSAL_VOCABULARY
-            and _term(w) not in asked
-            and not w.isdigit()
-        ]
-        # A name alone ("Grace Hopper") asserts nothing; a claim needs words around it.
-        claim_like = len(words(sentence)) >= 3
-        if claim_like and (len(rest) >= 2 or (_numbers(sentence) - _numbers(question))):
-            smuggled.append(sentence)
-    return smuggled
+    return [s for s in sentences(text) if _smuggles(s, asked, question)]
+
+
+# The words a sentence uses to speak of the retrieved text itself ("the article", "the sources"),
+# and to say it lacks something.
+_THE_TEXT = frozenset("article articles text texts source sources passage passages lead".split())
+
+
+_ABSENT = NEGATION | {"don't", "nothing", "cannot", "can't"}
+
+
+def _of_the_text(sentence: str) -> bool:
+    """A sentence that says what the retrieved text does not hold ("The sources don't describe
+    a trend over time")."""
+    said = set(words(sentence))
+    return bool(said & _THE_TEXT and said & _ABSENT)
+
+
+def _smuggles(sentence: str, asked: set[str], question: str) -> bool:
+    """A sentence of a refusal (or of what the text lacks) that says more than "not found":
+    two words beyond the search's vocabulary and the question's own, or a new number."""
+    rest = [
+        w
+        for w in content_words(sentence)
+        if w.removesuffix("'s") not in REFUSAL_VOCABULARY
+        and _term(w) not in asked
+        and not w.isdigit()
+    ]
+    # A name alone ("Grace Hopper") asserts nothing; a claim needs words around it.
+    claim_like = len(words(sentence)) >= 3
+    return claim_like and (len(rest) >= 2 or bool(_numbers(sentence) - _numbers(question)))
 
 
 # A claim whose words are all in the evidence but scattered over sentences ("Alexandria is the
@@ -282,7 +307,11 @@ def _faithfulness(task: Task, result: AgentResult, judge: Judge | None) -> Grade
         needed = {_term(n.casefold()) for n in _names(claim)} - named, _numbers(claim)
         # A denial's question words are allowed, so they are never counted as borrowed.
         fit = _together(claim, terms - allowed, by_article, needed, frozenset(asked - allowed))
-        if missing_numbers or missing_names or share < SUPPORT_FLOOR or fit.ranked:
+        if denial and not terms - allowed:
+            # "Grace Hopper did not create Java": nothing but the question's words, denied. The
+            # text may rule the premise out or just not mention it; words cannot tell which.
+            undecided.append({"claim": claim, "bare_denial": True})
+        elif missing_numbers or missing_names or share < SUPPORT_FLOOR or fit.ranked:
             unsupported.append(
                 {"claim": claim, "share": round(share, 3), "missing_numbers": missing_numbers,
                  "missing_names": missing_names, "ranked_otherwise": fit.ranked}
