@@ -15,6 +15,7 @@ import pytest
 
 from wikiqa.evals import resolve_suite
 from wikiqa.evals.climb import changelog
+from wikiqa.evals.labels.halves import half_of
 from wikiqa.evals.labels.validation import compare, load_labels, report
 from wikiqa.experiment import EXPERIMENTS, current_step, execute, grid, load_run, model_figures
 from wikiqa.sources import SnapshotSource
@@ -173,7 +174,7 @@ def test_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> N
     summary = validated(TUNED, snapshot)
     assert summary["examples"] == 269
     assert summary["dimensions"] == {
-        "faithfulness": {"labelled": 269, "agree": 226, "needs_judge": 35},
+        "faithfulness": {"labelled": 269, "agree": 224, "needs_judge": 37},
         "correctness": {"labelled": 235, "agree": 138, "needs_judge": 94},
         "completeness": {"labelled": 218, "agree": 151, "needs_judge": 60},
         "attribution": {"labelled": 189, "agree": 184, "needs_judge": 0},
@@ -254,18 +255,38 @@ def test_qwen_cited_grader_validation_is_the_reported_figure(snapshot: SnapshotS
 def test_restated_claims_check_is_the_reported_figure(snapshot: SnapshotSource) -> None:
     """Hard cases built from the question's words, written and labelled blind after the
     borrowed-words rule was frozen: its held-out check (experiments/README.md). Two unfaithful
-    answers passed before it; one still does (a negation read as a denial), none that humans
-    pass is lost."""
+    answers passed before it; one still does (a negation read as a denial)."""
     folder = ROOT / "experiments" / "labels_restated"
     examples = load_labels(folder / "restated.jsonl")
     assert len(examples) == 64 and all(e.note.strip() for e in examples)
     assert len({e.task_id for e in examples}) == 45
     frame = compare(examples, snapshot, None, [resolve_suite("dev"), resolve_suite("public")])
     decided = frame[frame.grader != "needs_judge"]
-    assert len(decided) == 6 and int(decided.agree.sum()) == 4
+    assert len(decided) == 5 and int(decided.agree.sum()) == 3
     false_passes = decided[(decided.grader == "pass") & (decided.human == "fail")]
     assert list(false_passes.example) == ["rq-selfaware-0564-1"]  # "it rains ... has no ..."
-    assert int(((decided.grader == "pass") & (decided.human == "pass")).sum()) == 1
+    # the one true pass it decided, a bare "He didn't", is left to a judge since the negation
+    # rules (written after this set, on negation.jsonl's tune half)
+    assert int(((decided.grader == "pass") & (decided.human == "pass")).sum()) == 0
+
+
+def test_negation_check_is_the_reported_figure(snapshot: SnapshotSource) -> None:
+    """74 blind negation cases: the bare-denial and what-the-text-lacks rules were written on
+    the tune half and frozen before the other half was read (experiments/README.md). On the held
+    out half the offline tier agrees on 9 of the 15 it decides, and passes 3 unfaithful answers:
+    negation is its blind spot, which these rules do not close."""
+    path = ROOT / "experiments" / "labels_restated" / "negation.jsonl"
+    examples = load_labels(path)
+    assert len(examples) == 74 and len({e.task_id for e in examples}) == 43
+    frame = compare(examples, snapshot, None, [resolve_suite("dev"), resolve_suite("public")])
+    frame["half"] = [half_of(path, e) for e in frame.example]
+    decided = frame[frame.grader != "needs_judge"]
+    by_half = decided.groupby("half")["agree"].agg(["size", "sum"])
+    assert by_half.loc["holdout"].tolist() == [15, 9] and by_half.loc["tune"].tolist() == [7, 3]
+    false_passes = decided[(decided.grader == "pass") & (decided.human == "fail")]
+    assert sorted(false_passes.example) == [
+        "ng-nq-dev-1485-2", "ng-selfaware-1751-2", "ng-selfaware-2348-2", "ng-truthfulqa-550-1",
+    ]  # fmt: skip
 
 
 def test_every_label_file_is_valid_and_every_example_has_a_reason() -> None:

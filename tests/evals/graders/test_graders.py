@@ -147,6 +147,41 @@ def test_a_denial_uses_the_question_words_without_borrowing_them() -> None:
     assert g.verdict == "pass", g.detail
 
 
+def test_a_bare_denial_is_left_to_a_judge() -> None:
+    # Nothing but the question's words, negated: the text may rule the premise out or never
+    # mention it, and word overlap cannot tell which (a blind labeller failed this one).
+    out = answer(
+        "Grace Hopper did not create Java.", ("Grace Hopper", "She developed the FLOW-MATIC")
+    )
+    java = task(question="Why did Grace Hopper create Java?")
+    g = graders.faithfulness(java, result(out))[0]
+    assert g.verdict == "needs_judge" and g.detail["undecided"] == [
+        {"claim": "Grace Hopper did not create Java.", "bare_denial": True}
+    ]
+    # A denial that states the contrary fact is decided on that fact, as before.
+    fact = answer(
+        "Grace Hopper did not create Java: she developed the FLOW-MATIC programming language.",
+        ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
+    )
+    assert graders.faithfulness(java, result(fact))[0].verdict == "pass"
+
+
+def test_what_the_text_lacks_is_said_of_the_text_and_only_what_it_adds_is_checked() -> None:
+    asked = task(question="Did Grace Hopper like jazz?")
+    out = answer(
+        "The article doesn't discuss jazz. She developed the FLOW-MATIC programming language.",
+        ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
+    )
+    g = graders.faithfulness(asked, result(out))[0]
+    assert g.verdict == "pass" and g.detail["claims"] == 1
+    # but a claim slipped into such a sentence is still a claim
+    slipped = answer(
+        "The article doesn't discuss jazz, though she played the saxophone in Harlem clubs.",
+        ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
+    )
+    assert graders.faithfulness(asked, result(slipped))[0].verdict == "fail"
+
+
 def test_paraphrase_the_offline_tier_cannot_decide_is_needs_judge() -> None:
     out = answer(
         "Hopper, an American scientist, created FLOW-MATIC.",
