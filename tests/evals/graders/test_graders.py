@@ -111,39 +111,32 @@ PARIS = (
 )
 
 
+def _paris(text: str, question: str) -> Any:
+    """The faithfulness grade of `text`, citing Paris's first sentence, asked `question`."""
+    out = answer(text, ("Paris", "Paris is the capital and largest city of France"))
+    return graders.faithfulness(task(question=question), result(out, text=PARIS, title="Paris"))[0]
+
+
 def test_a_claim_whose_gap_the_question_fills_is_not_shown_supported() -> None:
     # Every word is retrieved, and 6 of 7 stand in Paris's sentence: the seventh, "Italy",
     # comes from the question, which is no evidence (Qwen's answer, labelled fail by humans).
-    out = answer(
-        "Paris is the capital of Italy because it is the largest city in France.",
-        ("Paris", "Paris is the capital and largest city of France"),
-    )
-    paris = task(question="Why is Paris the capital of Italy?")
-    g = graders.faithfulness(paris, result(out, text=PARIS, title="Paris"))[0]
+    claim = "Paris is the capital of Italy because it is the largest city in France."
+    g = _paris(claim, "Why is Paris the capital of Italy?")
     assert g.verdict == "needs_judge"
     assert g.detail["undecided"][0]["borrowed_from_question"] == ["italy"]
     # Asked otherwise, "Italy" is a name the claim adds, which its sentence must hold: the
     # question's own names, exempt from that test, were the gap.
-    asked = task(question="What is the capital of France?")
-    assert graders.faithfulness(asked, result(out, text=PARIS, title="Paris"))[0].verdict != "pass"
+    assert _paris(claim, "What is the capital of France?").verdict != "pass"
 
 
 def test_question_words_a_sentence_does_hold_are_no_gap() -> None:
-    out = answer(
-        "Paris is the capital and largest city of France.",
-        ("Paris", "Paris is the capital and largest city of France"),
-    )
-    paris = task(question="Is Paris the capital of France?")
-    assert graders.faithfulness(paris, result(out, text=PARIS, title="Paris"))[0].verdict == "pass"
+    claim = "Paris is the capital and largest city of France."
+    assert _paris(claim, "Is Paris the capital of France?").verdict == "pass"
 
 
 def test_a_denial_uses_the_question_words_without_borrowing_them() -> None:
-    out = answer(
-        "The premise is wrong: Paris is not the capital of Italy, it is the capital of France.",
-        ("Paris", "Paris is the capital and largest city of France"),
-    )
-    paris = task(question="Why is Paris the capital of Italy?")
-    g = graders.faithfulness(paris, result(out, text=PARIS, title="Paris"))[0]
+    claim = "The premise is wrong: Paris is not the capital of Italy, it is the capital of France."
+    g = _paris(claim, "Why is Paris the capital of Italy?")
     assert g.verdict == "pass", g.detail
 
 
