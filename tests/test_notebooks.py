@@ -15,6 +15,7 @@ import pytest
 
 from wikiqa.evals import resolve_suite
 from wikiqa.evals.climb import changelog
+from wikiqa.evals.labels.halves import half_of
 from wikiqa.evals.labels.validation import compare, load_labels, report
 from wikiqa.experiment import EXPERIMENTS, current_step, execute, grid, load_run, model_figures
 from wikiqa.sources import SnapshotSource
@@ -173,7 +174,7 @@ def test_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> N
     summary = validated(TUNED, snapshot)
     assert summary["examples"] == 269
     assert summary["dimensions"] == {
-        "faithfulness": {"labelled": 269, "agree": 228, "needs_judge": 32},
+        "faithfulness": {"labelled": 269, "agree": 224, "needs_judge": 37},
         "correctness": {"labelled": 235, "agree": 138, "needs_judge": 94},
         "completeness": {"labelled": 218, "agree": 151, "needs_judge": 60},
         "attribution": {"labelled": 189, "agree": 184, "needs_judge": 0},
@@ -208,7 +209,7 @@ def test_qwen_grader_validation_is_the_reported_figure(snapshot: SnapshotSource)
     qwen = validated(QWEN, snapshot)
     assert qwen["examples"] == 118
     assert qwen["dimensions"] == {
-        "faithfulness": {"labelled": 118, "agree": 100, "needs_judge": 10},
+        "faithfulness": {"labelled": 118, "agree": 100, "needs_judge": 12},
         "correctness": {"labelled": 97, "agree": 77, "needs_judge": 20},
         "completeness": {"labelled": 97, "agree": 85, "needs_judge": 12},
         "attribution": {"labelled": 79, "agree": 78, "needs_judge": 0},
@@ -223,7 +224,7 @@ def test_qwen_held_out_grader_validation_is_the_reported_figure(snapshot: Snapsh
     held = validated(QWEN_HELD_OUT, snapshot)
     assert held["examples"] == 100
     assert held["dimensions"] == {
-        "faithfulness": {"labelled": 100, "agree": 78, "needs_judge": 15},
+        "faithfulness": {"labelled": 100, "agree": 78, "needs_judge": 16},
         "correctness": {"labelled": 77, "agree": 56, "needs_judge": 20},
         "completeness": {"labelled": 69, "agree": 53, "needs_judge": 16},
         "attribution": {"labelled": 69, "agree": 69, "needs_judge": 0},
@@ -242,13 +243,50 @@ def test_qwen_cited_grader_validation_is_the_reported_figure(snapshot: SnapshotS
     assert cited["examples"] == 90
     assert all(e.note.strip() for e in load_labels(folder / "qwen16_cited.jsonl"))
     assert cited["dimensions"] == {
-        "faithfulness": {"labelled": 90, "agree": 55, "needs_judge": 18},
+        "faithfulness": {"labelled": 90, "agree": 54, "needs_judge": 23},
         "correctness": {"labelled": 62, "agree": 41, "needs_judge": 20},
         "completeness": {"labelled": 55, "agree": 40, "needs_judge": 13},
         "attribution": {"labelled": 50, "agree": 45, "needs_judge": 0},
         "calibration": {"labelled": 66, "agree": 66, "needs_judge": 0},
     }
     assert cited["correctness_false_passes"] == 1
+
+
+def test_restated_claims_check_is_the_reported_figure(snapshot: SnapshotSource) -> None:
+    """Hard cases built from the question's words, written and labelled blind after the
+    borrowed-words rule was frozen: its held-out check (experiments/README.md). Two unfaithful
+    answers passed before it; one still does (a negation read as a denial)."""
+    folder = ROOT / "experiments" / "labels_restated"
+    examples = load_labels(folder / "restated.jsonl")
+    assert len(examples) == 64 and all(e.note.strip() for e in examples)
+    assert len({e.task_id for e in examples}) == 45
+    frame = compare(examples, snapshot, None, [resolve_suite("dev"), resolve_suite("public")])
+    decided = frame[frame.grader != "needs_judge"]
+    assert len(decided) == 5 and int(decided.agree.sum()) == 3
+    false_passes = decided[(decided.grader == "pass") & (decided.human == "fail")]
+    assert list(false_passes.example) == ["rq-selfaware-0564-1"]  # "it rains ... has no ..."
+    # the one true pass it decided, a bare "He didn't", is left to a judge since the negation
+    # rules (written after this set, on negation.jsonl's tune half)
+    assert int(((decided.grader == "pass") & (decided.human == "pass")).sum()) == 0
+
+
+def test_negation_check_is_the_reported_figure(snapshot: SnapshotSource) -> None:
+    """74 blind negation cases: the bare-denial and what-the-text-lacks rules were written on
+    the tune half and frozen before the other half was read (experiments/README.md). On the held
+    out half the offline tier agrees on 9 of the 15 it decides, and passes 3 unfaithful answers:
+    negation is its blind spot, which these rules do not close."""
+    path = ROOT / "experiments" / "labels_restated" / "negation.jsonl"
+    examples = load_labels(path)
+    assert len(examples) == 74 and len({e.task_id for e in examples}) == 43
+    frame = compare(examples, snapshot, None, [resolve_suite("dev"), resolve_suite("public")])
+    frame["half"] = [half_of(path, e) for e in frame.example]
+    decided = frame[frame.grader != "needs_judge"]
+    by_half = decided.groupby("half")["agree"].agg(["size", "sum"])
+    assert by_half.loc["holdout"].tolist() == [15, 9] and by_half.loc["tune"].tolist() == [7, 3]
+    false_passes = decided[(decided.grader == "pass") & (decided.human == "fail")]
+    assert sorted(false_passes.example) == [
+        "ng-nq-dev-1485-2", "ng-selfaware-1751-2", "ng-selfaware-2348-2", "ng-truthfulqa-550-1",
+    ]  # fmt: skip
 
 
 def test_every_label_file_is_valid_and_every_example_has_a_reason() -> None:

@@ -105,6 +105,76 @@ def test_an_ordinal_elsewhere_does_not_unsay_a_sentence_that_states_the_claim() 
     ]
 
 
+PARIS = (
+    "Paris is the capital and largest city of France, with an estimated city population of "
+    "2.04 million. Italy is a country in Southern Europe."
+)
+
+
+def _paris(text: str, question: str) -> Any:
+    """The faithfulness grade of `text`, citing Paris's first sentence, asked `question`."""
+    out = answer(text, ("Paris", "Paris is the capital and largest city of France"))
+    return graders.faithfulness(task(question=question), result(out, text=PARIS, title="Paris"))[0]
+
+
+def test_a_claim_whose_gap_the_question_fills_is_not_shown_supported() -> None:
+    # Every word is retrieved, and 6 of 7 stand in Paris's sentence: the seventh, "Italy",
+    # comes from the question, which is no evidence (Qwen's answer, labelled fail by humans).
+    claim = "Paris is the capital of Italy because it is the largest city in France."
+    g = _paris(claim, "Why is Paris the capital of Italy?")
+    assert g.verdict == "needs_judge"
+    assert g.detail["undecided"][0]["borrowed_from_question"] == ["italy"]
+    # Asked otherwise, "Italy" is a name the claim adds, which its sentence must hold: the
+    # question's own names, exempt from that test, were the gap.
+    assert _paris(claim, "What is the capital of France?").verdict != "pass"
+
+
+def test_question_words_a_sentence_does_hold_are_no_gap() -> None:
+    claim = "Paris is the capital and largest city of France."
+    assert _paris(claim, "Is Paris the capital of France?").verdict == "pass"
+
+
+def test_a_denial_uses_the_question_words_without_borrowing_them() -> None:
+    claim = "The premise is wrong: Paris is not the capital of Italy, it is the capital of France."
+    g = _paris(claim, "Why is Paris the capital of Italy?")
+    assert g.verdict == "pass", g.detail
+
+
+def test_a_bare_denial_is_left_to_a_judge() -> None:
+    # Nothing but the question's words, negated: the text may rule the premise out or never
+    # mention it, and word overlap cannot tell which (a blind labeller failed this one).
+    out = answer(
+        "Grace Hopper did not create Java.", ("Grace Hopper", "She developed the FLOW-MATIC")
+    )
+    java = task(question="Why did Grace Hopper create Java?")
+    g = graders.faithfulness(java, result(out))[0]
+    assert g.verdict == "needs_judge" and g.detail["undecided"] == [
+        {"claim": "Grace Hopper did not create Java.", "bare_denial": True}
+    ]
+    # A denial that states the contrary fact is decided on that fact, as before.
+    fact = answer(
+        "Grace Hopper did not create Java: she developed the FLOW-MATIC programming language.",
+        ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
+    )
+    assert graders.faithfulness(java, result(fact))[0].verdict == "pass"
+
+
+def test_what_the_text_lacks_is_said_of_the_text_and_only_what_it_adds_is_checked() -> None:
+    asked = task(question="Did Grace Hopper like jazz?")
+    out = answer(
+        "The article doesn't discuss jazz. She developed the FLOW-MATIC programming language.",
+        ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
+    )
+    g = graders.faithfulness(asked, result(out))[0]
+    assert g.verdict == "pass" and g.detail["claims"] == 1
+    # but a claim slipped into such a sentence is still a claim
+    slipped = answer(
+        "The article doesn't discuss jazz, though she played the saxophone in Harlem clubs.",
+        ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
+    )
+    assert graders.faithfulness(asked, result(slipped))[0].verdict == "fail"
+
+
 def test_paraphrase_the_offline_tier_cannot_decide_is_needs_judge() -> None:
     out = answer(
         "Hopper, an American scientist, created FLOW-MATIC.",

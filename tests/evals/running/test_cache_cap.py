@@ -105,14 +105,20 @@ def test_entries_written_before_caps_were_kept(tmp_path: Path) -> None:
     cache.close()
 
 
-def test_a_run_records_the_cap_its_model_was_called_with(
-    tmp_path: Path, tiny: SnapshotSource
-) -> None:
-    suite = tmp_path / "suite.jsonl"
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    """One unanswerable task: a run of it is one short model call per trial."""
+    path = tmp_path / "suite.jsonl"
     task = {"id": "meal", "category": "unanswerable", "should_refuse": True,
             "question": "What did Grace Hopper eat for breakfast in 1950?",
             "dimensions": ["faithfulness", "calibration"]}  # fmt: skip
-    suite.write_text(json.dumps(task) + "\n")
+    path.write_text(json.dumps(task) + "\n")
+    return path
+
+
+def test_a_run_records_the_cap_its_model_was_called_with(
+    tmp_path: Path, tiny: SnapshotSource, suite: Path
+) -> None:
     config = RunConfig(suite=str(suite), trials=1, out=tmp_path / "results", read_first=0)
     outcome = run_eval(config, model=Capped(256, length=20), source=tiny, progress=False)
     frame = pd.read_parquet(outcome.parquet)
@@ -138,6 +144,24 @@ def test_a_run_records_the_cap_its_model_was_called_with(
         with pytest.raises(ValueError, match=f"was made with {next(iter(lever))}="):
             run_eval(other, outcome.meta.run_id, model=Capped(256, 20), source=tiny, progress=False)
         assert (folder / "journal.jsonl").read_text() == journal
+
+
+def test_a_spec_with_a_password_resumes_though_its_journal_holds_it_masked(
+    tmp_path: Path, tiny: SnapshotSource, suite: Path
+) -> None:
+    spec = "openai:qwen@http://user:placeholder-pw@127.0.0.1:9/v1"
+    config = RunConfig(suite=str(suite), trials=2, out=tmp_path / "results", read_first=0)
+    config = config.model_copy(update={"model": spec, "limit": 1})
+    first = run_eval(config, model=Capped(256, 20), source=tiny, progress=False)
+    meta = (tmp_path / "results" / "journals" / first.meta.run_id / "meta.json").read_text()
+    assert "placeholder-pw" not in meta and "http://***@127.0.0.1:9/v1" in meta
+    journal = tmp_path / "results" / "journals" / first.meta.run_id / "journal.jsonl"
+    journal.write_text(journal.read_text().splitlines()[0] + "\n")  # cut off after one trial
+    again = run_eval(config, first.meta.run_id, model=Capped(256, 20), source=tiny, progress=False)
+    assert again.trials_run == 1
+    other = config.model_copy(update={"model": spec.replace(":9/", ":10/")})
+    with pytest.raises(ValueError, match="was made with model="):  # another server still is
+        run_eval(other, first.meta.run_id, model=Capped(256, 20), source=tiny, progress=False)
 
 
 def test_a_served_model_knows_its_cap_before_its_server_starts(

@@ -137,6 +137,32 @@ def test_resume_runs_only_what_the_journal_lacks(
     pd.testing.assert_frame_equal(a, b)
 
 
+def test_a_resumed_run_is_graded_by_todays_graders_only(
+    suite: Path, tmp_path: Path, tiny: SnapshotSource
+) -> None:
+    # A Qwen run spans sessions, and the graders may change between them: the trials journaled
+    # before the change must not keep yesterday's verdicts beside today's.
+    cfg = config(suite, tmp_path)
+    whole = run_eval(cfg, source=tiny, progress=False)
+    journal = journal_dir(cfg.out, whole.meta.run_id) / "journal.jsonl"
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    stale = next(r for r in records if r["task_id"] == "flow-matic")
+    for g in stale["grades"]:  # what an older grader said of the same answer
+        g["verdict"] = "fail" if g["verdict"] == "pass" else g["verdict"]
+    kept = [r for r in records if r["task_id"] != "hopper-meal"]  # cut off before these
+    journal.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    told: list[str] = []
+    resumed = run_eval(
+        cfg, resume=whole.meta.run_id, source=tiny, progress=False, notify=told.append
+    )
+    assert resumed.trials_run == 2
+    a = pd.read_parquet(whole.parquet).drop(columns=["latency_ms"])
+    b = pd.read_parquet(resumed.parquet).drop(columns=["latency_ms"])
+    pd.testing.assert_frame_equal(a, b)
+    assert told[0] == "wikiqa: 1 journaled trials graded otherwise by today's graders"
+    assert "fail" in journal.read_text()  # the journal keeps what was graded then
+
+
 def test_infrastructure_errors_are_retried_then_reported_apart(
     suite: Path, tmp_path: Path, tiny: SnapshotSource
 ) -> None:

@@ -14,7 +14,7 @@ from wikiqa.cli.main import main
 from wikiqa.evals import journal_dir, run_eval
 from wikiqa.evals.climb import changelog, record
 from wikiqa.evals.graders import Graded
-from wikiqa.evals.running import regrade as regrading
+from wikiqa.evals.running import runner as running
 from wikiqa.evals.running.regrade import RegradeError, regrade
 from wikiqa.models import ExtractiveModel
 from wikiqa.sources import SnapshotSource
@@ -82,7 +82,7 @@ def test_regrading_uses_the_graders_of_this_checkout(
                 g.verdict = "fail"
         return graded
 
-    monkeypatch.setattr(regrading, "grade", stricter)
+    monkeypatch.setattr(running, "grade", stricter)  # where a journaled trial is graded again
     outcome = regrade(run_id, out, "stricter faithfulness")
     faithful = outcome.frame[outcome.frame.dimension == "faithfulness"]
     assert len(faithful) > 0 and not (faithful.verdict == "pass").any()

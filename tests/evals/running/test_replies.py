@@ -14,10 +14,22 @@ from wikiqa.evals.running.replies import RepliesError, export_replies, import_re
 from wikiqa.models import AssistantMessage, ModelTurn
 
 
-def _turn(text: str) -> str:
+def _turn(text: str, model: str = "m") -> str:
     """A cache value as `CachingModel` writes one: a model turn and the cap it was made with."""
-    turn = ModelTurn(message=AssistantMessage(text=text), model="m", stop_reason="stop")
+    turn = ModelTurn(message=AssistantMessage(text=text), model=model, stop_reason="stop")
     return json.dumps(turn.model_dump(mode="json") | {"_max_tokens": 384})
+
+
+def test_the_extractive_answerers_replies_are_not_carried(tmp_path: Path) -> None:
+    # free to recompute, and two thirds of the committed file before they were left out
+    here = _cache(tmp_path / "a.sqlite", {
+        "k1": _turn("one"), "k2": _turn("free", "extractive"),
+        "k3": _turn("free too", "extractive:abstain=0.4"), "k4": _turn("x", "extractive-ish"),
+    })  # fmt: skip
+    out = tmp_path / "replies.jsonl.gz"
+    assert export_replies(here, out) == 2
+    lines = [json.loads(x) for x in gzip.decompress(out.read_bytes()).decode().splitlines()]
+    assert [x["key"] for x in lines] == ["k1", "k4"]
 
 
 def _cache(path: Path, entries: dict[str, str]) -> ResponseCache:

@@ -10,7 +10,7 @@ entity or title answer must also be linked to the question by a cited sentence (
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from wikiqa.agent.result import AgentResult, Answer, Citation, Refusal
 from wikiqa.evals.graders._calibration import soft_refusal
@@ -36,7 +36,9 @@ REFUSAL_VOCABULARY = frozenset(
     result no not none state states stated record records lead page pages given this that know
     known checked check looked sure certain determine tell citation citations cite cited quote
     quotes quoted quoting verbatim passage passages copy copied exactly exact word words wording
-    required ellipses leave""".split()
+    required ellipses leave discuss discusses discussed explain explains explained describe
+    describes described list lists listed cover covers covered address addresses nothing
+    anything""".split()
 )
 # What a refusal quotes ('...') it mentions, not asserts: a real model's refusal often repeats
 # the loop's own feedback ("The citation 2 is not a verbatim passage of 'Crane fly': '...'"),
@@ -99,28 +101,51 @@ def _claims(output: Answer | Refusal, question: str) -> list[str]:
     answer branch) only the sentences that say more than "not found". The loop's own refusals
     (every code but `not_supported`) are templates that assert nothing about the topic; an
     `ungrounded` one even quotes the rejected text to say it was rejected."""
+    asked = {_term(w) for w in content_words(question)}
     if isinstance(output, Answer) and not soft_refusal(output.text):
-        return sentences(output.text) or [output.text]
+        # "The article doesn't discuss intelligence. It says ...": what the text does not
+        # say is said of the text, not of the topic; only what such a sentence adds is checked.
+        return [
+            s
+            for s in sentences(output.text) or [output.text]
+            if not _of_the_text(s) or _smuggles(s, asked, question)
+        ]
     if isinstance(output, Refusal) and output.reason_code != "not_supported":
         return []
     text = output.text if isinstance(output, Answer) else output.reason
     if isinstance(output, Refusal):  # before splitting: a quote may hold a sentence's end
         text = _COUNTED.sub(" ", _MENTIONED.sub(" ", text))
-    asked = {_term(w) for w in content_words(question)}
-    smuggled = []
-    for sentence in sentences(text):
-        rest = [
-            w
-            for w in content_words(sentence)
-            if w.removesuffix("'s") not in REFUSAL_VOCABULARY
-            and _term(w) not in asked
-            and not w.isdigit()
-        ]
-        # A name alone ("Grace Hopper") asserts nothing; a claim needs words around it.
-        claim_like = len(words(sentence)) >= 3
-        if claim_like and (len(rest) >= 2 or (_numbers(sentence) - _numbers(question))):
-            smuggled.append(sentence)
-    return smuggled
+    return [s for s in sentences(text) if _smuggles(s, asked, question)]
+
+
+# The words a sentence uses to speak of the retrieved text itself ("the article", "the sources"),
+# and to say it lacks something.
+_THE_TEXT = frozenset("article articles text texts source sources passage passages lead".split())
+
+
+_ABSENT = NEGATION | {"don't", "nothing", "cannot", "can't"}
+
+
+def _of_the_text(sentence: str) -> bool:
+    """A sentence that says what the retrieved text does not hold ("The sources don't describe
+    a trend over time")."""
+    said = set(words(sentence))
+    return bool(said & _THE_TEXT and said & _ABSENT)
+
+
+def _smuggles(sentence: str, asked: set[str], question: str) -> bool:
+    """A sentence of a refusal (or of what the text lacks) that says more than "not found":
+    two words beyond the search's vocabulary and the question's own, or a new number."""
+    rest = [
+        w
+        for w in content_words(sentence)
+        if w.removesuffix("'s") not in REFUSAL_VOCABULARY
+        and _term(w) not in asked
+        and not w.isdigit()
+    ]
+    # A name alone ("Grace Hopper") asserts nothing; a claim needs words around it.
+    claim_like = len(words(sentence)) >= 3
+    return claim_like and (len(rest) >= 2 or bool(_numbers(sentence) - _numbers(question)))
 
 
 # A claim whose words are all in the evidence but scattered over sentences ("Alexandria is the
@@ -130,24 +155,37 @@ SENTENCE_FLOOR = 0.75
 _ORDINALS = frozenset("second third fourth fifth sixth seventh eighth ninth tenth".split())
 
 
+class _Fit(NamedTuple):
+    """How a claim's words stand in the single evidence sentence that holds most of them."""
+
+    share: float  # the largest share of the claim's words found in one sentence
+    ranked: list[str]  # superlatives that sentence ranks with an ordinal the claim drops
+    borrowed: list[str]  # the question's words that every such best sentence lacks
+
+
 def _together(
     claim: str,
     terms: set[str],
     evidence: list[tuple[str, str]],
     needed: tuple[set[str], set[str]] = (set(), set()),
-) -> tuple[float, list[str]]:
-    """(the largest share of the claim's words found in one evidence sentence, superlatives
-    that sentence ranks with an ordinal the claim drops: "second-highest" is not "highest";
-    none when another sentence as good states the claim without one).
+    asked: frozenset[str] = frozenset(),
+) -> _Fit:
+    """The claim's best single evidence sentence (`_Fit`). Superlatives: "second-highest" is
+    not "highest", unless another sentence as good states the claim without an ordinal.
+    Borrowed words: when every best sentence lacks one of the question's own words that the
+    claim uses ("Paris is the capital of Italy because it is the largest city in France", for
+    "Why is Paris the capital of Italy?"), the text states a different claim and the question
+    filled the gap, which is no evidence.
     A sentence counts its article's title too: a lead's "She" is the woman it is about. Only a
     sentence that holds every name and number the claim adds counts: "79" from gold's lead
     does not make "mercury's atomic number is 79" true."""
     names, numbers = needed
     if len(terms) < 3 and not names and not numbers:
-        return 1.0, []  # too short to scatter
+        return _Fit(1.0, [], [])  # too short to scatter
     claimed = words(claim)
     best: float = 0.0
     ranked: list[str] = []
+    lacking: list[set[str]] = []  # per best sentence, the question's words it does not hold
     plain = False  # a best sentence that ranks nothing otherwise: the claim stands on it
     for title, sentence in evidence:
         said = words(sentence)
@@ -162,12 +200,15 @@ def _together(
             if i and said[i - 1] in _ORDINALS and w in claimed
             and w.endswith("est") and f"{said[i - 1]} {w}" not in " ".join(claimed)
         ]  # fmt: skip
+        missing = (terms - about) & asked
         if share > best:
-            best, ranked, plain = share, dropped, not dropped
+            best, ranked, plain, lacking = share, dropped, not dropped, [missing]
         else:
             ranked, plain = ranked + dropped, plain or not dropped
+            lacking.append(missing)
+    borrowed = sorted(set().union(*lacking)) if lacking and all(lacking) else []
     # "second highest" in K2's lead does not unsay Everest's "the highest mountain on Earth"
-    return best, ranked if best == 1.0 and not plain else []
+    return _Fit(best, ranked if best == 1.0 and not plain else [], borrowed)
 
 
 BARE_WORDS = 6
@@ -264,17 +305,23 @@ def _faithfulness(task: Task, result: AgentResult, judge: Judge | None) -> Grade
         allowed = (asked | {_term(w) for w in DENIAL_VOCABULARY}) if denial else set()
         share = len(terms & (vocabulary | allowed)) / len(terms) if terms else 1.0
         needed = {_term(n.casefold()) for n in _names(claim)} - named, _numbers(claim)
-        together, ranked = _together(claim, terms - allowed, by_article, needed)
-        if missing_numbers or missing_names or share < SUPPORT_FLOOR or ranked:
+        # A denial's question words are allowed, so they are never counted as borrowed.
+        fit = _together(claim, terms - allowed, by_article, needed, frozenset(asked - allowed))
+        if denial and not terms - allowed:
+            # "Grace Hopper did not create Java": nothing but the question's words, denied. The
+            # text may rule the premise out or just not mention it; words cannot tell which.
+            undecided.append({"claim": claim, "bare_denial": True})
+        elif missing_numbers or missing_names or share < SUPPORT_FLOOR or fit.ranked:
             unsupported.append(
                 {"claim": claim, "share": round(share, 3), "missing_numbers": missing_numbers,
-                 "missing_names": missing_names, "ranked_otherwise": ranked}
+                 "missing_names": missing_names, "ranked_otherwise": fit.ranked}
             )  # fmt: skip
-        elif share == 1.0 and together >= SENTENCE_FLOOR:
+        elif share == 1.0 and fit.share >= SENTENCE_FLOOR and not fit.borrowed:
             supported.append(claim)
         else:
             undecided.append(
-                {"claim": claim, "share": round(share, 3), "in_one_sentence": round(together, 3)}
+                {"claim": claim, "share": round(share, 3), "in_one_sentence": round(fit.share, 3)}
+                | ({"borrowed_from_question": fit.borrowed} if fit.borrowed else {})
             )
     bad_quotes = []
     if isinstance(output, Answer):

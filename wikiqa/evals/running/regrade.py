@@ -19,12 +19,11 @@ from importlib.metadata import version
 from pathlib import Path
 
 from wikiqa.evals.analysis.summary import summarize
-from wikiqa.evals.graders import grade
 from wikiqa.evals.paths import ROOT, git_sha
 from wikiqa.evals.running.frame import to_frame, write_parquet
 from wikiqa.evals.running.journal import Journal, journal_dir
-from wikiqa.evals.running.records import RunMeta, TrialRecord
-from wikiqa.evals.running.runner import RunOutcome, slug
+from wikiqa.evals.running.records import RunMeta
+from wikiqa.evals.running.runner import RunOutcome, graded_again, slug
 from wikiqa.evals.tasks.task import bytes_hash, parse_tasks, read_suite
 from wikiqa.secrets import scrub
 
@@ -57,13 +56,7 @@ def regrade(run_id: str, out: Path, change: str) -> RunOutcome:
             "(resume it) before regrading"
         )
     by_id = {t.id: t for t in tasks}
-    regraded: dict[tuple[str, int], TrialRecord] = {}
-    for key in wanted:
-        record = records[key]
-        graded = grade(by_id[key[0]], record.result)
-        regraded[key] = record.model_copy(
-            update={"grades": graded.grades, "decision": graded.decision}
-        )
+    regraded = {key: graded_again(by_id[key[0]], records[key]) for key in wanted}
     now = datetime.now(UTC)
     experiment = meta.config.experiment
     new = meta.model_copy(

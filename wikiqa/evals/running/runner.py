@@ -200,6 +200,29 @@ class Runner:
             judge_error=judge_error,
         )
 
+    def _graded_again(
+        self, records: dict[tuple[str, int], TrialRecord], tasks: dict[str, Task]
+    ) -> dict[tuple[str, int], TrialRecord]:
+        """The journal's finished trials graded by this checkout's graders, so that a run
+        resumed across a grader change is one grader's, never a mix (a Qwen run spans sessions,
+        and the graders may change between them). The journal itself keeps what was graded
+        then. A run with a judge keeps its journaled verdicts: grading again would call it."""
+        if self.judge_model is not None:
+            return records
+        again = dict(records)
+        changed = 0
+        for key, record in records.items():
+            task = tasks.get(record.task_id)
+            if task is None or record.failed or record.judge_error:
+                continue
+            fresh = graded_again(task, record)
+            if fresh.grades != record.grades or fresh.decision != record.decision:
+                changed += 1
+                again[key] = fresh
+        if changed and self.notify is not None:
+            self.notify(f"wikiqa: {changed} journaled trials graded otherwise by today's graders")
+        return again
+
     # -- a run --------------------------------------------------------------------------------
 
     def run(self, resume: str | None = None) -> RunOutcome:
@@ -223,7 +246,9 @@ class Runner:
                 raise ValueError(
                     f"run {resume} used suite {meta.suite_hash}; the file is now {digest}"
                 )
-            changed = [f for f in AGENT_FIELDS if getattr(meta.config, f) != getattr(config, f)]
+            changed = [
+                f for f in AGENT_FIELDS if _as_journaled(meta.config, f) != _as_journaled(config, f)
+            ]
             if changed:
                 raise ValueError(
                     f"run {resume} was made with "
@@ -270,6 +295,8 @@ class Runner:
         recorder = open_recorder(self.source, meta, config.out) if self.record_cassette else None
         self.recorder = recorder
         records = journal.read()
+        if resume:
+            records = self._graded_again(records, {t.id: t for t in tasks})
         trials = meta.config.trials
         todo = [
             (task, t)
@@ -315,6 +342,20 @@ class Runner:
             judge_calls=self.judge_calls,
             first_error=first_error,
         )
+
+
+def graded_again(task: Task, record: TrialRecord) -> TrialRecord:
+    """A journaled trial with the verdicts of this checkout's offline graders: the agent's
+    result is kept, so no model is called."""
+    graded = grade(task, record.result)
+    return record.model_copy(update={"grades": graded.grades, "decision": graded.decision})
+
+
+def _as_journaled(config: RunConfig, field: str) -> Any:
+    """A setting as meta.json holds it: a spec with a password in its URL is written masked,
+    so the run's own value is masked too before the two are compared on resume."""
+    value = getattr(config, field)
+    return scrub(value) if isinstance(value, str) else value
 
 
 def slug(text: str) -> str:
