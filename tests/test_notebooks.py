@@ -281,8 +281,10 @@ def test_negation_check_is_the_reported_figure(snapshot: SnapshotSource) -> None
     frame = compare(examples, snapshot, None, [resolve_suite("dev"), resolve_suite("public")])
     frame["half"] = [half_of(path, e) for e in frame.example]
     decided = frame[frame.grader != "needs_judge"]
-    by_half = decided.groupby("half")["agree"].agg(["size", "sum"])
-    assert by_half.loc["holdout"].tolist() == [15, 9] and by_half.loc["tune"].tolist() == [7, 3]
+    by_half = {
+        half: (len(rows), int(rows["agree"].sum())) for half, rows in decided.groupby("half")
+    }
+    assert by_half == {"holdout": (15, 9), "tune": (7, 3)}  # (decided, agree)
     false_passes = decided[(decided.grader == "pass") & (decided.human == "fail")]
     assert sorted(false_passes.example) == [
         "ng-nq-dev-1485-2", "ng-selfaware-1751-2", "ng-selfaware-2348-2", "ng-truthfulqa-550-1",
