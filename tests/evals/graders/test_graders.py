@@ -151,6 +151,9 @@ def test_a_bare_denial_is_left_to_a_judge() -> None:
     assert g.verdict == "needs_judge" and g.detail["undecided"] == [
         {"claim": "Grace Hopper did not create Java.", "bare_denial": True}
     ]
+    # A number no text holds still fails it: evidence against comes before the doubt.
+    dated = answer("Grace Hopper did not create Java in 1961.", ("Grace Hopper", "She developed"))
+    assert graders.faithfulness(java, result(dated))[0].verdict == "fail"
     # A denial that states the contrary fact is decided on that fact, as before.
     fact = answer(
         "Grace Hopper did not create Java: she developed the FLOW-MATIC programming language.",

@@ -124,8 +124,6 @@ def _claims(output: Answer | Refusal, question: str) -> list[str]:
 # The words a sentence uses to speak of the retrieved text itself ("the article", "the sources"),
 # and to say it lacks something.
 _THE_TEXT = frozenset("article articles text texts source sources passage passages lead".split())
-
-
 _ABSENT = NEGATION | {"don't", "nothing", "cannot", "can't"}
 
 
@@ -310,15 +308,16 @@ def _faithfulness(task: Task, result: AgentResult, judge: Judge | None) -> Grade
         needed = {_term(n.casefold()) for n in _names(claim)} - named, _numbers(claim)
         # A denial's question words are allowed, so they are never counted as borrowed.
         fit = _together(claim, terms - allowed, by_article, needed, frozenset(asked - allowed))
-        if denial and not terms - allowed:
-            # "Grace Hopper did not create Java": nothing but the question's words, denied. The
-            # text may rule the premise out or just not mention it; words cannot tell which.
-            undecided.append({"claim": claim, "bare_denial": True})
-        elif missing_numbers or missing_names or share < SUPPORT_FLOOR or fit.ranked:
+        if missing_numbers or missing_names or share < SUPPORT_FLOOR or fit.ranked:
             unsupported.append(
                 {"claim": claim, "share": round(share, 3), "missing_numbers": missing_numbers,
                  "missing_names": missing_names, "ranked_otherwise": fit.ranked}
             )  # fmt: skip
+        elif denial and not terms - allowed:
+            # "Grace Hopper did not create Java": nothing but the question's words, denied. The
+            # text may rule the premise out or just not mention it; words cannot tell which.
+            # (A number or name it adds that no text holds still fails it, above.)
+            undecided.append({"claim": claim, "bare_denial": True})
         elif share == 1.0 and fit.share >= SENTENCE_FLOOR and not fit.borrowed:
             supported.append(claim)
         else:
