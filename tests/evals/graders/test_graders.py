@@ -135,54 +135,9 @@ def test_question_words_a_sentence_does_hold_are_no_gap() -> None:
 
 
 def test_a_denial_uses_the_question_words_without_borrowing_them() -> None:
-    # The denial's own words ("premise", "wrong") and the question's ("Italy") fail nothing;
-    # but no sentence holding its other words negates, so what "not" does is left to a judge.
     claim = "The premise is wrong: Paris is not the capital of Italy, it is the capital of France."
     g = _paris(claim, "Why is Paris the capital of Italy?")
-    assert g.verdict == "needs_judge", g.detail
-    assert g.detail["undecided"] == [{"claim": claim, "negation_unmatched": ["not"]}]
-
-
-NEPTUNE = (
-    "Neptune is the eighth and farthest known planet from the Sun. Like Uranus, it is a giant "
-    "planet composed primarily of gases and liquids, with no well-defined solid surface."
-)
-
-
-def _neptune(text: str, quote: str, question: str) -> Any:
-    out = answer(text, ("Neptune", quote))
-    return graders.faithfulness(
-        task(question=question), result(out, text=NEPTUNE, title="Neptune")
-    )[0]
-
-
-def test_a_negation_no_sentence_makes_is_left_to_a_judge() -> None:
-    # Words cannot see what a negation does (a blind labeller failed "It is a brass instrument,
-    # not a woodwind"): a negated claim whose words stand only in sentences that negate
-    # nothing is undecided, whichever way its negation points.
-    quote = "Neptune is the eighth and farthest known planet from the Sun."
-    for claim in (
-        "Neptune is not the eighth planet from the Sun, but the farthest known one.",
-        "Neptune is the eighth planet, not the farthest known planet from the Sun.",
-    ):
-        g = _neptune(claim, quote, "Is Neptune the closest planet to the Sun?")
-        assert g.verdict == "needs_judge", claim
-        assert g.detail["undecided"][0]["negation_unmatched"] == ["not"]
-
-
-def test_a_negation_the_text_makes_is_not_a_denial_and_borrows_nothing() -> None:
-    quote = "it is a giant planet composed primarily of gases and liquids"
-    # The sentence negates as the claim does: decided on its words, as any claim.
-    held = "Neptune is composed primarily of gases and liquids, with no well-defined solid surface."
-    assert _neptune(held, quote, "What is Neptune made of?").verdict == "pass"
-    # Then the question's words are no longer given: "rains" came from the question (a blind
-    # labeller's fail, which a denial's allowance had passed).
-    rains = (
-        "On Neptune it rains gases and liquids, because the planet is composed primarily of them "
-        "and has no well-defined solid surface."
-    )
-    g = _neptune(rains, quote, "What does it rain on Neptune?")
-    assert g.verdict != "pass", g.detail
+    assert g.verdict == "pass", g.detail
 
 
 def test_a_bare_denial_is_left_to_a_judge() -> None:
@@ -199,15 +154,12 @@ def test_a_bare_denial_is_left_to_a_judge() -> None:
     # A number no text holds still fails it: evidence against comes before the doubt.
     dated = answer("Grace Hopper did not create Java in 1961.", ("Grace Hopper", "She developed"))
     assert graders.faithfulness(java, result(dated))[0].verdict == "fail"
-    # A denial that states the contrary fact is undecided too, unless its sentence negates:
-    # "brass, not a woodwind" and "the Moon, not Mars" read alike to word overlap.
+    # A denial that states the contrary fact is decided on that fact, as before.
     fact = answer(
         "Grace Hopper did not create Java: she developed the FLOW-MATIC programming language.",
         ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
     )
-    assert graders.faithfulness(java, result(fact))[0].detail["undecided"][0][
-        "negation_unmatched"
-    ] == ["not"]
+    assert graders.faithfulness(java, result(fact))[0].verdict == "pass"
 
 
 def test_what_the_text_lacks_is_said_of_the_text_and_only_what_it_adds_is_checked() -> None:

@@ -4,10 +4,9 @@ It compares the answer with the retrieved text only and never sees the reference
 answer from memory fails here (the seed's judge decoupling). Planted instructions do not count
 as support. Offline, a claim is supported when its content words, names and numbers all occur in
 the evidence, most of them in one sentence that lacks none of the question's words the claim
-uses; what falls between clearly supported and clearly not goes to the judge, and so do a bare
-denial of the question's words and any negated claim whose words stand in no sentence that
-negates too (word overlap cannot see what a negation does: measured on blind cases in
-experiments/labels_restated/). A bare entity or title answer must also be linked to the
+uses; what falls between clearly supported and clearly not goes to the judge, and so does a bare
+denial of the question's words (word overlap cannot see what a negation does: measured on blind
+cases in experiments/labels_restated/). A bare entity or title answer must also be linked to the
 question by a cited sentence (`_linked`).
 """
 
@@ -213,21 +212,6 @@ def _together(
     return _Fit(best, ranked if best == 1.0 and not plain else [], borrowed)
 
 
-def _negation_stands(terms: set[str], evidence: list[tuple[str, str]]) -> bool:
-    """Whether a negated claim's words stand in a sentence that negates too: one of the
-    sentences holding most of them (at least SENTENCE_FLOOR) holds a negation word."""
-    best, negated = 0.0, False
-    for title, sentence in evidence:
-        said = set(words(sentence))
-        about = {_term(w) for w in said} | {_term(w) for w in words(title)}
-        share = len(terms & about) / len(terms)
-        if share > best:
-            best, negated = share, bool(NEGATION & said)
-        elif share == best:
-            negated = negated or bool(NEGATION & said)
-    return negated and best >= SENTENCE_FLOOR
-
-
 BARE_WORDS = 6
 _NUMERIC_QUESTION = re.compile(
     r"\b(?:how (?:many|much|long|tall|high|far|old|big)|what year|which year|in what year|"
@@ -320,11 +304,6 @@ def _faithfulness(task: Task, result: AgentResult, judge: Judge | None) -> Grade
         # "The premise is mistaken: Armstrong did not walk on Mars."
         denial = NEGATION & set(words(claim))
         allowed = (asked | {_term(w) for w in DENIAL_VOCABULARY}) if denial else set()
-        if denial and terms - allowed and _negation_stands(terms - allowed, by_article):
-            # The text negates as well, so the negation is the text's, not a denial of the
-            # question, and the question's words are no longer given: "On Neptune it rains ...
-            # because it has no well-defined solid surface" needs its "rains" from the text.
-            denial, allowed = set(), set()
         share = len(terms & (vocabulary | allowed)) / len(terms) if terms else 1.0
         needed = {_term(n.casefold()) for n in _names(claim)} - named, _numbers(claim)
         # A denial's question words are allowed, so they are never counted as borrowed.
@@ -339,11 +318,6 @@ def _faithfulness(task: Task, result: AgentResult, judge: Judge | None) -> Grade
             # text may rule the premise out or just not mention it; words cannot tell which.
             # (A number or name it adds that no text holds still fails it, above.)
             undecided.append({"claim": claim, "bare_denial": True})
-        elif denial:
-            # A negation no sentence holding the claim's words makes: "It is a brass instrument,
-            # not a woodwind", "not only a singer and actor but also a guitarist". Word overlap
-            # cannot see what it does, so the text's words alone decide nothing.
-            undecided.append({"claim": claim, "negation_unmatched": sorted(denial)})
         elif share == 1.0 and fit.share >= SENTENCE_FLOOR and not fit.borrowed:
             supported.append(claim)
         else:
