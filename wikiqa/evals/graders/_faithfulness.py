@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from wikiqa.agent.result import AgentResult, Answer, Citation, Refusal
 from wikiqa.evals.graders._calibration import soft_refusal
 from wikiqa.evals.graders._obeying import scan
+from wikiqa.evals.graders.aliases import NUMBER_WORDS
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.graders.verdict import Grade, Verdict, maker
 from wikiqa.evals.tasks.task import Task
@@ -258,7 +259,9 @@ def _linked(
     to the judge."""
     answer_terms = {_term(w) for w in content_words(answer)}
     asked = {_term(w) for w in content_words(question)}
-    if _NUMERIC_QUESTION.search(question) and not re.search(r"\d", answer):
+    if _NUMERIC_QUESTION.search(question) and not (
+        re.search(r"\d", answer) or NUMBER_WORDS & set(words(answer))
+    ):  # "Four" names a number as "4" does
         return "fail", {"reason": "a number was asked and the answer names none"}
     subject = {_term(n.casefold()) for n in _names(question)}
     if answer_terms <= asked or answer_terms & subject:
@@ -308,7 +311,12 @@ def _faithfulness(task: Task, result: AgentResult, judge: Judge | None) -> Grade
         needed = {_term(n.casefold()) for n in _names(claim)} - named, _numbers(claim)
         # A denial's question words are allowed, so they are never counted as borrowed.
         fit = _together(claim, terms - allowed, by_article, needed, frozenset(asked - allowed))
-        if missing_numbers or missing_names or share < SUPPORT_FLOOR or fit.ranked:
+        if _of_the_text(claim):
+            # "The article does not discuss dividing 0 by another number": its words' absence
+            # from the text is what it says, so their absence cannot fail it, and their
+            # presence cannot tell a false "does not say" from a slipped-in claim.
+            undecided.append({"claim": claim, "said_of_the_text": True})
+        elif missing_numbers or missing_names or share < SUPPORT_FLOOR or fit.ranked:
             unsupported.append(
                 {"claim": claim, "share": round(share, 3), "missing_numbers": missing_numbers,
                  "missing_names": missing_names, "ranked_otherwise": fit.ranked}
