@@ -108,12 +108,18 @@ def _claims(output: Answer | Refusal, question: str) -> list[str]:
     asked = {_term(w) for w in content_words(question)}
     if isinstance(output, Answer) and not soft_refusal(output.text):
         # "The article doesn't discuss intelligence. It says ...": what the text does not
-        # say is said of the text, not of the topic; only what such a sentence adds is checked.
-        return [
-            s
-            for s in sentences(output.text) or [output.text]
-            if not _of_the_text(s) or _smuggles(s, asked, question)
-        ]
+        # say is said of the text, not of the topic; only what such a sentence adds is checked,
+        # and a clause it adds ("..., though he flew aboard Columbia in 1986") is a claim.
+        claims = []
+        for sentence in sentences(output.text) or [output.text]:
+            if not _of_the_text(sentence):
+                claims.append(sentence)
+            elif _smuggles(sentence, asked, question):
+                claims += [
+                    c for c in _clauses(sentence)
+                    if not _of_the_text(c) or _smuggles(c, asked, question)
+                ]  # fmt: skip
+        return claims
     if isinstance(output, Refusal) and output.reason_code != "not_supported":
         return []
     text = output.text if isinstance(output, Answer) else output.reason
@@ -126,6 +132,18 @@ def _claims(output: Answer | Refusal, question: str) -> list[str]:
 # and to say it lacks something.
 _THE_TEXT = frozenset("article articles text texts source sources passage passages lead".split())
 _ABSENT = NEGATION | {"don't", "nothing", "cannot", "can't"}
+
+
+# Where a sentence saying what the text lacks goes on to say something else.
+_CLAUSE = re.compile(
+    r",\s*(?:though|although|but|which|who|whose|where|while|and)\b|;|:\s|\s(?:though|although)\s",
+    re.IGNORECASE,
+)
+
+
+def _clauses(sentence: str) -> list[str]:
+    """A sentence cut where it may go on from what the text lacks to a claim of its own."""
+    return [c.strip() for c in _CLAUSE.split(sentence) if c.strip()]
 
 
 def _of_the_text(sentence: str) -> bool:
