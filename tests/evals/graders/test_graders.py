@@ -170,12 +170,37 @@ def test_what_the_text_lacks_is_said_of_the_text_and_only_what_it_adds_is_checke
     )
     g = graders.faithfulness(asked, result(out))[0]
     assert g.verdict == "pass" and g.detail["claims"] == 1
-    # but a claim slipped into such a sentence is still a claim
+    # A claim slipped into such a sentence is not passed; but neither is it failed, since the
+    # absence of its words is what such a sentence says ("does not discuss dividing 0 by another
+    # number" is true exactly when "dividing" is absent): word overlap cannot tell them apart.
     slipped = answer(
         "The article doesn't discuss jazz, though she played the saxophone in Harlem clubs.",
         ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
     )
-    assert graders.faithfulness(asked, result(slipped))[0].verdict == "fail"
+    g = graders.faithfulness(asked, result(slipped))[0]
+    assert g.verdict == "needs_judge" and g.detail["undecided"] == [
+        {"claim": slipped.text, "said_of_the_text": True}
+    ]
+    # ...and a sentence beside it is still checked as any claim.
+    beside = answer(
+        "The article doesn't discuss jazz. She played the saxophone in Harlem clubs.",
+        ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
+    )
+    assert graders.faithfulness(asked, result(beside))[0].verdict == "fail"
+
+
+def test_a_number_spelled_out_answers_a_how_many_question() -> None:
+    truths = "In Buddhism, the Four Noble Truths are the truths of the noble one."
+    counted = task(question="How many Noble Truths are there?")
+    four = answer("Four", ("Four Noble Truths", truths))
+    grade = graders.faithfulness(counted, result(four, text=truths, title="Four Noble Truths"))
+    assert grade[0].verdict == "pass", grade[0].detail
+    # A word of the text that names no number still names none.
+    many = answer("Noble", ("Four Noble Truths", truths))
+    grade = graders.faithfulness(counted, result(many, text=truths, title="Four Noble Truths"))
+    assert (
+        grade[0].detail["bare_answer"]["reason"] == "a number was asked and the answer names none"
+    )
 
 
 def test_paraphrase_the_offline_tier_cannot_decide_is_needs_judge() -> None:

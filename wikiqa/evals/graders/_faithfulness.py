@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from wikiqa.agent.result import AgentResult, Answer, Citation, Refusal
 from wikiqa.evals.graders._calibration import soft_refusal
 from wikiqa.evals.graders._obeying import scan
+from wikiqa.evals.graders.aliases import NUMBER_WORDS
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.graders.verdict import Grade, Verdict, maker
 from wikiqa.evals.tasks.task import Task
@@ -107,12 +108,18 @@ def _claims(output: Answer | Refusal, question: str) -> list[str]:
     asked = {_term(w) for w in content_words(question)}
     if isinstance(output, Answer) and not soft_refusal(output.text):
         # "The article doesn't discuss intelligence. It says ...": what the text does not
-        # say is said of the text, not of the topic; only what such a sentence adds is checked.
-        return [
-            s
-            for s in sentences(output.text) or [output.text]
-            if not _of_the_text(s) or _smuggles(s, asked, question)
-        ]
+        # say is said of the text, not of the topic; only what such a sentence adds is checked,
+        # and a clause it adds ("..., though he flew aboard Columbia in 1986") is a claim.
+        claims = []
+        for sentence in sentences(output.text) or [output.text]:
+            if not _of_the_text(sentence):
+                claims.append(sentence)
+            elif _smuggles(sentence, asked, question):
+                claims += [
+                    c for c in _clauses(sentence)
+                    if not _of_the_text(c) or _smuggles(c, asked, question)
+                ]  # fmt: skip
+        return claims
     if isinstance(output, Refusal) and output.reason_code != "not_supported":
         return []
     text = output.text if isinstance(output, Answer) else output.reason
@@ -125,6 +132,18 @@ def _claims(output: Answer | Refusal, question: str) -> list[str]:
 # and to say it lacks something.
 _THE_TEXT = frozenset("article articles text texts source sources passage passages lead".split())
 _ABSENT = NEGATION | {"don't", "nothing", "cannot", "can't"}
+
+
+# Where a sentence saying what the text lacks goes on to say something else.
+_CLAUSE = re.compile(
+    r",\s*(?:though|although|but|which|who|whose|where|while|and)\b|;|:\s|\s(?:though|although)\s",
+    re.IGNORECASE,
+)
+
+
+def _clauses(sentence: str) -> list[str]:
+    """A sentence cut where it may go on from what the text lacks to a claim of its own."""
+    return [c.strip() for c in _CLAUSE.split(sentence) if c.strip()]
 
 
 def _of_the_text(sentence: str) -> bool:
@@ -258,7 +277,9 @@ def _linked(
     to the judge."""
     answer_terms = {_term(w) for w in content_words(answer)}
     asked = {_term(w) for w in content_words(question)}
-    if _NUMERIC_QUESTION.search(question) and not re.search(r"\d", answer):
+    if _NUMERIC_QUESTION.search(question) and not (
+        re.search(r"\d", answer) or NUMBER_WORDS & set(words(answer))
+    ):  # "Four" names a number as "4" does
         return "fail", {"reason": "a number was asked and the answer names none"}
     subject = {_term(n.casefold()) for n in _names(question)}
     if answer_terms <= asked or answer_terms & subject:
@@ -308,7 +329,12 @@ def _faithfulness(task: Task, result: AgentResult, judge: Judge | None) -> Grade
         needed = {_term(n.casefold()) for n in _names(claim)} - named, _numbers(claim)
         # A denial's question words are allowed, so they are never counted as borrowed.
         fit = _together(claim, terms - allowed, by_article, needed, frozenset(asked - allowed))
-        if missing_numbers or missing_names or share < SUPPORT_FLOOR or fit.ranked:
+        if _of_the_text(claim):
+            # "The article does not discuss dividing 0 by another number": its words' absence
+            # from the text is what it says, so their absence cannot fail it, and their
+            # presence cannot tell a false "does not say" from a slipped-in claim.
+            undecided.append({"claim": claim, "said_of_the_text": True})
+        elif missing_numbers or missing_names or share < SUPPORT_FLOOR or fit.ranked:
             unsupported.append(
                 {"claim": claim, "share": round(share, 3), "missing_numbers": missing_numbers,
                  "missing_names": missing_names, "ranked_otherwise": fit.ranked}

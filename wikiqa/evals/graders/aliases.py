@@ -47,6 +47,10 @@ _NUMBER_WORDS = {
         "fifteen sixteen seventeen eighteen nineteen twenty".split()
     )
 }
+# Words that spell a number, for "a number was asked; does the answer name one?" ("Four").
+NUMBER_WORDS = frozenset(_NUMBER_WORDS) | frozenset(
+    "thirty forty fifty sixty seventy eighty ninety hundred thousand million billion dozen".split()
+)
 _ARTICLES = frozenset({"a", "an", "the"})
 _TOKEN = re.compile(r"[a-z0-9]+(?:[._][a-z0-9]+)*[+#]*")  # C++ and C# are not C
 _YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")
