@@ -170,16 +170,24 @@ def test_what_the_text_lacks_is_said_of_the_text_and_only_what_it_adds_is_checke
     )
     g = graders.faithfulness(asked, result(out))[0]
     assert g.verdict == "pass" and g.detail["claims"] == 1
-    # A claim slipped into such a sentence is not passed; but neither is it failed, since the
-    # absence of its words is what such a sentence says ("does not discuss dividing 0 by another
-    # number" is true exactly when "dividing" is absent): word overlap cannot tell them apart.
+    # A clause such a sentence adds is a claim of its own, and fails as one...
     slipped = answer(
         "The article doesn't discuss jazz, though she played the saxophone in Harlem clubs.",
         ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
     )
     g = graders.faithfulness(asked, result(slipped))[0]
+    assert g.verdict == "fail"
+    assert g.detail["unsupported_claims"][0]["claim"] == "she played the saxophone in Harlem clubs."
+    # ...but what it says is absent is never failed for being absent: "doesn't discuss her
+    # saxophone" is true exactly when "saxophone" is not in the text, which word overlap
+    # cannot tell from a claim, so a judge reads it.
+    absent = answer(
+        "The article doesn't discuss her saxophone playing in Harlem clubs.",
+        ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
+    )
+    g = graders.faithfulness(asked, result(absent))[0]
     assert g.verdict == "needs_judge" and g.detail["undecided"] == [
-        {"claim": slipped.text, "said_of_the_text": True}
+        {"claim": absent.text, "said_of_the_text": True}
     ]
     # ...and a sentence beside it is still checked as any claim.
     beside = answer(
@@ -187,6 +195,20 @@ def test_what_the_text_lacks_is_said_of_the_text_and_only_what_it_adds_is_checke
         ("Grace Hopper", "She developed the FLOW-MATIC programming language"),
     )
     assert graders.faithfulness(asked, result(beside))[0].verdict == "fail"
+
+
+def test_a_name_that_holds_a_word_for_text_is_no_talk_of_the_text() -> None:
+    # An extractive copy: "Passage" is the strait's name, so the sentence is a claim like any
+    # other, passed on its own sentence, not left to a judge as talk of what the text lacks.
+    cape = (
+        "Although not the most southerly point of South America, Cape Horn marks both the "
+        "northern boundary of the Drake Passage and where the Atlantic and Pacific Oceans meet."
+    )
+    copied = answer(cape, ("Cape Horn", cape))
+    asked = task(question="Where do the Atlantic and Pacific Oceans meet?")
+    assert graders.faithfulness(asked, result(copied, text=cape, title="Cape Horn"))[0].verdict == (
+        "pass"
+    )
 
 
 def test_a_number_spelled_out_answers_a_how_many_question() -> None:

@@ -150,7 +150,10 @@ def _of_the_text(sentence: str) -> bool:
     """A sentence that says what the retrieved text does not hold ("The sources don't describe
     a trend over time")."""
     said = set(words(sentence))
-    return bool(said & _THE_TEXT and said & _ABSENT)
+    # "the Drake Passage" names a strait, not a passage of text: a capital past the first word
+    # is a name's, so only lower-case (or sentence-initial) words speak of the text.
+    plain = {w for i, w in enumerate(re.findall(r"[\w']+", sentence)) if i == 0 or w.islower()}
+    return bool({w.casefold() for w in plain} & _THE_TEXT and said & _ABSENT)
 
 
 def _smuggles(sentence: str, asked: set[str], question: str) -> bool:
