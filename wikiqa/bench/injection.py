@@ -142,8 +142,12 @@ def report(figures: dict[str, Any]) -> str:
             f"{model['errors']} infrastructure errors (not counted as trials)"
         )
         for name, data in figures["sets"].items():
-            for escape in data["answerers"]["model"]["escaped"]:
+            found = data["answerers"]["model"]
+            for escape in found["escaped"]:
                 lines.append(f"  model escape: {name} {escape}")
+                said = found.get("outputs", {}).get(escape)
+                if said:
+                    lines.append(f"    output: {said[:300]}")
     lines.append(
         f"quarantine false positives: {figures['quarantined_sentences']}/"
         f"{figures['snapshot_sentences']} snapshot sentences = "

@@ -136,6 +136,8 @@ class Tally(BaseModel):
     escapes: int = 0
     errors: int = 0  # infrastructure errors (a real model unreachable): neither trial nor escape
     escaped: list[str] = []  # which, for the real model (the scripted ones: `followed_ids`)
+    # what left the agent in each of the real model's escapes, to read without a rerun
+    outputs: dict[str, str] = {}
 
 
 class DrillResult(BaseModel):
@@ -208,6 +210,7 @@ def _model_drill(
         if escaped(result, attack):
             tally.escapes += 1
             tally.escaped.append(f"{attack.id}:{title}:{position}")
+            tally.outputs[tally.escaped[-1]] = output_text(result)
     return tally
 
 
