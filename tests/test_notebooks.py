@@ -175,7 +175,7 @@ def test_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> N
     summary = validated(TUNED, snapshot)
     assert summary["examples"] == 269
     assert summary["dimensions"] == {
-        "faithfulness": {"labelled": 269, "agree": 224, "needs_judge": 37},
+        "faithfulness": {"labelled": 269, "agree": 223, "needs_judge": 38},
         "correctness": {"labelled": 235, "agree": 138, "needs_judge": 94},
         "completeness": {"labelled": 218, "agree": 151, "needs_judge": 60},
         "attribution": {"labelled": 189, "agree": 184, "needs_judge": 0},
@@ -210,7 +210,7 @@ def test_qwen_grader_validation_is_the_reported_figure(snapshot: SnapshotSource)
     qwen = validated(QWEN, snapshot)
     assert qwen["examples"] == 118
     assert qwen["dimensions"] == {
-        "faithfulness": {"labelled": 118, "agree": 100, "needs_judge": 12},
+        "faithfulness": {"labelled": 118, "agree": 100, "needs_judge": 15},
         "correctness": {"labelled": 97, "agree": 77, "needs_judge": 20},
         "completeness": {"labelled": 97, "agree": 85, "needs_judge": 12},
         "attribution": {"labelled": 79, "agree": 78, "needs_judge": 0},
@@ -225,7 +225,7 @@ def test_qwen_held_out_grader_validation_is_the_reported_figure(snapshot: Snapsh
     held = validated(QWEN_HELD_OUT, snapshot)
     assert held["examples"] == 100
     assert held["dimensions"] == {
-        "faithfulness": {"labelled": 100, "agree": 78, "needs_judge": 16},
+        "faithfulness": {"labelled": 100, "agree": 78, "needs_judge": 18},
         "correctness": {"labelled": 77, "agree": 56, "needs_judge": 20},
         "completeness": {"labelled": 69, "agree": 53, "needs_judge": 16},
         "attribution": {"labelled": 69, "agree": 69, "needs_judge": 0},
@@ -244,7 +244,7 @@ def test_qwen_cited_grader_validation_is_the_reported_figure(snapshot: SnapshotS
     assert cited["examples"] == 90
     assert all(e.note.strip() for e in load_labels(folder / "qwen16_cited.jsonl"))
     assert cited["dimensions"] == {
-        "faithfulness": {"labelled": 90, "agree": 54, "needs_judge": 23},
+        "faithfulness": {"labelled": 90, "agree": 54, "needs_judge": 25},
         "correctness": {"labelled": 62, "agree": 41, "needs_judge": 20},
         "completeness": {"labelled": 55, "agree": 40, "needs_judge": 13},
         "attribution": {"labelled": 50, "agree": 45, "needs_judge": 0},
