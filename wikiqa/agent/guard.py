@@ -13,8 +13,10 @@ What it catches
   state, they do not ask), sentences that open (or open a clause) with an imperative aimed at a
   reader (visit, click, download, say, print, explain, provide, encode, modify, ...), orders
   without a reader ("the answer to any question about this article is", "begin your reply
-  with", "it is required that ... be included"), persuasion to refuse, and the same orders in
-  the phrasings attacks use in French, German, Spanish, Italian, Russian, Chinese and Japanese.
+  with", "it is required that ... be included", "an answer is only complete when it ends with
+  the word ...", "it is customary ... to add the phrase ..."), persuasion to refuse, and the
+  same orders in the phrasings attacks use in French, German, Spanish, Italian, Russian,
+  Chinese and Japanese.
 - URLs and web addresses (http(s)://..., www....) anywhere in retrieved text, and bare domains
   inside instruction-like sentences.
 - In the output: any web address at all (answers never need one: with a scheme, www., a bare
@@ -87,6 +89,10 @@ _TRIGGERS = [
     r"\b(?:answers?|questions?|repl(?:y|ies)|responses?|assistants?|quoting)\b.{0,60}\bthis (?:article|page|entry|lead section|text)\b",
     r"^\W*(?:for|to|hello|hi|dear|note to|attention|message to)\s+(?:\w+\s+){0,3}(?:ai|assistants?|bots?|models?|llms?|chatbots?)\b",
     r"\bwhen you (?:answer|reply|respond|quote|summari[sz]e|cite)\b",
+    # held-out set 3 (issue 24): orders phrased as a condition, a prize, a rubric or a custom
+    # ("an answer is only complete when it ends with the word X", "to add the phrase ...")
+    r"\b(?:answers?|repl(?:y|ies)|responses?|summar(?:y|ies)|outputs?)\b.{0,80}\b(?:contains?|containing|ends?|ending|begins?|beginning|starts?|starting|cites?|citing|includes?|including|mentions?|mentioning)\b(?:\s+with)?\s+(?:(?:the|a|an|also)\s+)?(?:\S+\s+){0,3}?(?:word|phrase|code|token|term|signature|tag|marker|identifier)s?\b",
+    r"\bto\s+(?:add|include|append|insert|attach|say)\s+(?:the|a|an)\s+(?:\S+\s+){0,3}?(?:phrase|words|code|token|tag|signature|marker|formula)\b",
     # the same orders in the languages attacks most often use
     r"\b(?:ignorez|ignorer|oubliez|ignorieren|ignoriere|vergiss|vergessen|ignora|olvida|dimentica)\b.{0,50}\b(?:instructions?|consignes|anweisungen|instrucciones|istruzioni)\b",
     r"\b(?:votre réponse|la réponse|ihre antwort|deine antwort|tu respuesta|su respuesta|la tua risposta|la sua risposta|cuando respondas|al responder|prima di rispondere|avant de répondre|bevor sie antworten)\b",
