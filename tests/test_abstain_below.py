@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from wikiqa.agent import Agent, Answer, Refusal
+from wikiqa.agent import Agent, AgentConfig, Answer, Refusal
 from wikiqa.evals import RunConfig, run_eval
-from wikiqa.experiment.params import StepParameters
+from wikiqa.experiment.params import parameters
 from wikiqa.models import ScriptedModel
 from wikiqa.sources import SnapshotSource
 
@@ -34,7 +34,9 @@ def test_an_answer_under_the_threshold_is_refused_and_what_it_said_is_kept(
     plain = Agent(ScriptedModel(_script()), tiny).ask(QUESTION)
     assert isinstance(plain.output, Answer) and 0.0 < plain.confidence < 1.0
     score = plain.confidence
-    over = Agent(ScriptedModel(_script()), tiny, abstain_below=score + 0.01).ask(QUESTION)
+    over = Agent(ScriptedModel(_script()), tiny, AgentConfig(abstain_below=score + 0.01)).ask(
+        QUESTION
+    )
     assert isinstance(over.output, Refusal) and over.output.reason_code == "low_confidence"
     assert over.confidence == 0.0 and over.signals == {} and over.needs_human_review
     assert f"{score:.2f}" in over.output.reason
@@ -43,28 +45,29 @@ def test_an_answer_under_the_threshold_is_refused_and_what_it_said_is_kept(
     assert kept[0].detail["confidence"] == score and kept[0].detail["signals"] == plain.signals
     assert over.trace[-1].kind == "decision" and "low_confidence" in over.trace[-1].summary
     # at the score itself it answers: the threshold is "under", as the extractive answerer's
-    at = Agent(ScriptedModel(_script()), tiny, abstain_below=score).ask(QUESTION)
+    at = Agent(ScriptedModel(_script()), tiny, AgentConfig(abstain_below=score)).ask(QUESTION)
     assert isinstance(at.output, Answer) and at.confidence == score
 
 
 def test_a_refusal_and_a_rejected_answer_are_left_as_they_are(tiny: SnapshotSource) -> None:
     refuse = [FETCH, [{"name": "refuse", "arguments": {"reason": "Not in the text."}}]]
-    result = Agent(ScriptedModel(refuse), tiny, abstain_below=1.0).ask(QUESTION)
+    result = Agent(ScriptedModel(refuse), tiny, AgentConfig(abstain_below=1.0)).ask(QUESTION)
     assert isinstance(result.output, Refusal) and result.output.reason_code == "not_supported"
     assert not [e for e in result.trace if e.summary.startswith("abstained")]
 
 
 def test_a_threshold_outside_zero_to_one_is_an_error(tiny: SnapshotSource) -> None:
-    with pytest.raises(ValueError, match="abstain_below must be in"):
-        Agent(ScriptedModel([]), tiny, abstain_below=1.5)
-    with pytest.raises(ValueError):
-        StepParameters(ABSTAIN_BELOW=-0.1)
+    with pytest.raises(ValueError, match="less than or equal to 1"):
+        Agent(ScriptedModel([]), tiny, AgentConfig(abstain_below=1.5))
+    with pytest.raises(ValueError, match="-p ABSTAIN_BELOW -0.1"):
+        parameters({"ABSTAIN_BELOW": -0.1})
     done = subprocess.run(
         [sys.executable, "-m", "wikiqa.cli", "ask", "who?", "--abstain-below", "2"],
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 2 and "expected a number from 0 to 1, got 2.0" in done.stderr
+    assert done.returncode == 2
+    assert "--abstain-below Input should be less than or equal to 1" in done.stderr
 
 
 def test_a_run_with_the_lever_is_the_run_without_it_from_the_cache(
@@ -84,7 +87,7 @@ def test_a_run_with_the_lever_is_the_run_without_it_from_the_cache(
     assert first.model_calls == 2 and first.summary.cells["unanswerable"]["calibration"].passes == 0
     lever = RunConfig(**base, abstain_below=1.0)
     second = run_eval(lever, model=ScriptedModel(_script()), source=tiny, progress=False)
-    assert second.meta.config.abstain_below == 1.0
+    assert second.meta.config.agent.abstain_below == 1.0
     assert second.model_calls == 0 and second.cached_calls == 2
     assert second.summary.cells["unanswerable"]["calibration"].passes == 1
     assert set(second.frame["reason_code"]) == {"low_confidence"}

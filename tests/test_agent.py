@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import pytest
 
-from wikiqa.agent import SYSTEM_PROMPT, Agent, Answer, Refusal, prompt_hash
+from wikiqa.agent import SYSTEM_PROMPT, Agent, AgentConfig, Answer, Refusal, prompt_hash
 from wikiqa.models import ExtractiveModel, ScriptedModel, evidence
 from wikiqa.sources import (
     Article,
@@ -164,7 +164,9 @@ def test_too_short_quotes_are_rejected(tiny: SnapshotSource) -> None:
 
 def test_budget_exhaustion_abstains(tiny: SnapshotSource) -> None:
     searching = [[{"name": "search_wikipedia", "arguments": {"query": f"q{i}"}}] for i in range(20)]
-    result = Agent(ScriptedModel(searching), tiny, budget=4).ask("Who developed FLOW-MATIC?")
+    result = Agent(ScriptedModel(searching), tiny, AgentConfig(budget=4)).ask(
+        "Who developed FLOW-MATIC?"
+    )
     assert isinstance(result.output, Refusal) and result.output.reason_code == "budget_exhausted"
     assert result.usage.tool_calls == 4
 
@@ -221,7 +223,7 @@ def test_model_outage_is_an_infrastructure_refusal(tiny: SnapshotSource) -> None
 def test_result_records_trace_usage_latency_and_provenance(tiny: SnapshotSource) -> None:
     result = Agent(ExtractiveModel(), tiny).ask("Who developed the FLOW-MATIC language?")
     assert result.model == "extractive" and result.source == "snapshot"
-    assert result.prompt_hash == prompt_hash() and len(result.prompt_hash) == 16
+    assert result.prompt_hash == prompt_hash(AgentConfig()) and len(result.prompt_hash) == 16
     assert result.usage.estimated_cost_usd == 0.0
     assert result.latency_ms > 0
     assert [e.step for e in result.trace] == list(range(1, len(result.trace) + 1))
@@ -301,14 +303,14 @@ def test_a_refusal_cannot_smuggle_a_planted_url(snapshot: SnapshotSource) -> Non
 
 
 def test_the_no_retrieval_baseline_answers_uncited_without_tools(tiny: SnapshotSource) -> None:
-    result = Agent(ExtractiveModel(), tiny, retrieval=False).ask(
+    result = Agent(ExtractiveModel(), tiny, AgentConfig(retrieval=False)).ask(
         "Who developed the FLOW-MATIC language?"
     )
     assert isinstance(result.output, Answer)
     assert result.output.citations == [] and result.retrieved == []
     assert result.usage.tool_calls == 0 and result.usage.model_calls == 1
     assert [e.kind for e in result.trace] == ["model", "decision"]
-    assert result.prompt_hash == prompt_hash(retrieval=False) != prompt_hash()
+    assert result.prompt_hash == prompt_hash(AgentConfig(retrieval=False)) != prompt_hash(AgentConfig())
 
 
 # -- budget discipline for weak tool users ---------------------------------------------------------
@@ -341,7 +343,7 @@ def test_a_repeated_call_is_refused_without_running_it(tiny: SnapshotSource) -> 
 def test_the_last_calls_of_the_budget_allow_only_submit_and_refuse(tiny: SnapshotSource) -> None:
     searching = [[{"name": "search_wikipedia", "arguments": {"query": f"q{i}"}}] for i in range(9)]
     model = ToolLog(ScriptedModel(searching))
-    result = Agent(model, tiny, budget=5).ask("Who developed FLOW-MATIC?")
+    result = Agent(model, tiny, AgentConfig(budget=5)).ask("Who developed FLOW-MATIC?")
     everything = ["search_wikipedia", "get_article", "submit_answer", "refuse"]
     # The list sent never changes (a change would invalidate the provider's prompt cache); the
     # closing phase is enforced on the calls instead.
@@ -355,7 +357,7 @@ def test_read_first_fetches_the_top_hits_before_the_first_model_turn(
     tiny: SnapshotSource,
 ) -> None:
     model = ToolLog(ScriptedModel([[submit(HOPPER_QUOTE, ("Grace Hopper", HOPPER_QUOTE))]]))
-    result = Agent(model, tiny, read_first=1).ask("Who developed FLOW-MATIC?")
+    result = Agent(model, tiny, AgentConfig(read_first=1)).ask("Who developed FLOW-MATIC?")
     assert [e.kind for e in result.trace][:3] == ["search", "fetch", "model"]
     assert isinstance(result.output, Answer) and result.usage.model_calls == 1
     assert result.usage.tool_calls == 3  # search, fetch, submit
@@ -367,11 +369,13 @@ def test_read_first_fetches_the_top_hits_before_the_first_model_turn(
 @pytest.mark.parametrize("read_first", [-1, 8, 9])
 def test_read_first_must_leave_budget_for_the_model(tiny: SnapshotSource, read_first: int) -> None:
     with pytest.raises(ValueError, match="read_first"):
-        Agent(ExtractiveModel(), tiny, read_first=read_first)
+        Agent(ExtractiveModel(), tiny, AgentConfig(read_first=read_first))
 
 
 def test_an_invented_tool_is_named_as_unknown_whatever_the_budget(tiny: SnapshotSource) -> None:
     invented = [[{"name": "browse_web", "arguments": {"url": "x"}}]] * 8
-    result = Agent(ScriptedModel(invented), tiny, budget=4).ask("Who developed FLOW-MATIC?")
+    result = Agent(ScriptedModel(invented), tiny, AgentConfig(budget=4)).ask(
+        "Who developed FLOW-MATIC?"
+    )
     errors = [e.summary for e in result.trace if e.kind == "error"]
     assert errors and all("unknown tool 'browse_web'" in s for s in errors)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import fetched_of
-from wikiqa.agent import Agent, Answer, Refusal
+from wikiqa.agent import Agent, AgentConfig, Answer, Refusal
 from wikiqa.agent.citing import UNRESOLVED
 from wikiqa.agent.grounding import citation_problems
 from wikiqa.agent.prompts import prompt_hash, system_prompt, tools_for
@@ -33,7 +33,7 @@ def test_the_model_reads_numbered_sentences_and_its_number_becomes_the_quote(
     tiny: SnapshotSource,
 ) -> None:
     script = [FETCH, _cite("grace hopper", 2)]
-    result = Agent(ScriptedModel(script), tiny, cite_sentences=True).ask(QUESTION)
+    result = Agent(ScriptedModel(script), tiny, AgentConfig(cite_sentences=True)).ask(QUESTION)
     assert isinstance(result.output, Answer)
     [citation] = result.output.citations
     assert (citation.title, citation.quote) == ("Grace Hopper", SECOND)  # the article's own title
@@ -64,7 +64,7 @@ class _Recording:
 def _shown(tiny: SnapshotSource, cite_sentences: bool) -> str:
     """The fetched article as the model read it."""
     model = _Recording([FETCH, _cite("Grace Hopper", 2)])
-    Agent(model, tiny, cite_sentences=cite_sentences).ask(QUESTION)
+    Agent(model, tiny, AgentConfig(cite_sentences=cite_sentences)).ask(QUESTION)
     return "\n".join(m.content for m in model.sent if isinstance(m, ToolResult))
 
 
@@ -72,18 +72,20 @@ def test_a_number_the_article_lacks_gets_the_repair_turn_naming_what_exists(
     tiny: SnapshotSource,
 ) -> None:
     script = [FETCH, _cite("Grace Hopper", 7), _cite("Grace Hopper", 2)]
-    result = Agent(ScriptedModel(script), tiny, cite_sentences=True).ask(QUESTION)
+    result = Agent(ScriptedModel(script), tiny, AgentConfig(cite_sentences=True)).ask(QUESTION)
     assert isinstance(result.output, Answer) and result.output.citations[0].quote == SECOND
     [repair] = [e for e in result.trace if e.kind == "repair"]
     assert "'Grace Hopper' has sentences [1] to [2]; there is no [7]" in repair.summary
     unfetched = [FETCH, _cite("Mount Everest", 1), _cite("Mount Everest", 1)]
-    refused = Agent(ScriptedModel(unfetched), tiny, cite_sentences=True).ask(QUESTION)
+    refused = Agent(ScriptedModel(unfetched), tiny, AgentConfig(cite_sentences=True)).ask(QUESTION)
     assert isinstance(refused.output, Refusal) and refused.output.reason_code == "ungrounded"
     [repair] = [e for e in refused.trace if e.kind == "repair"]
     assert "'Mount Everest' was not fetched in this run (fetched: Grace Hopper)" in repair.summary
     for bad in ("2", True, 0, -1):  # not a sentence number: rejected, never read as one
         wrong = [FETCH, _cite("Grace Hopper", bad), _cite("Grace Hopper", bad)]
-        out = Agent(ScriptedModel(wrong), tiny, cite_sentences=True).ask(QUESTION).output
+        out = (
+            Agent(ScriptedModel(wrong), tiny, AgentConfig(cite_sentences=True)).ask(QUESTION).output
+        )
         assert isinstance(out, Refusal) and out.reason_code == "ungrounded", bad
 
 
@@ -91,21 +93,25 @@ def test_the_checks_still_run_on_the_sentence_put_in(tiny: SnapshotSource) -> No
     """A number only picks the quote: an answer the cited sentence does not state is still
     rejected, and a quote given as text is still checked as one."""
     wrong = _cite("Grace Hopper", 1, answer="John Backus developed FLOW-MATIC.")
-    result = Agent(ScriptedModel([FETCH, wrong, wrong]), tiny, cite_sentences=True).ask(QUESTION)
+    result = Agent(
+        ScriptedModel([FETCH, wrong, wrong]), tiny, AgentConfig(cite_sentences=True)
+    ).ask(QUESTION)
     assert isinstance(result.output, Refusal) and result.output.reason_code == "ungrounded"
     quoted = {"title": "Grace Hopper", "quote": SECOND}
     submit = [
         {"name": "submit_answer", "arguments": {"answer": "Grace Hopper.", "citations": [quoted]}}
     ]
-    kept = Agent(ScriptedModel([FETCH, submit]), tiny, cite_sentences=True).ask(QUESTION)
+    kept = Agent(ScriptedModel([FETCH, submit]), tiny, AgentConfig(cite_sentences=True)).ask(
+        QUESTION
+    )
     assert isinstance(kept.output, Answer) and kept.output.citations[0].quote == SECOND
 
 
 def test_the_lever_changes_the_prompt_and_the_tools_and_nothing_without_it() -> None:
-    assert prompt_hash() == "b1f854c30774f8cd"  # every recorded run's hash: unchanged
-    assert prompt_hash(cite_sentences=True) != prompt_hash()
-    assert "number n of the sentence, shown as [n]" in system_prompt(cite_sentences=True)
-    assert "copies a passage word for word" in system_prompt()
+    assert prompt_hash(AgentConfig()) == "b1f854c30774f8cd"  # every recorded run's hash: unchanged
+    assert prompt_hash(AgentConfig(cite_sentences=True)) != prompt_hash(AgentConfig())
+    assert "number n of the sentence, shown as [n]" in system_prompt(AgentConfig(cite_sentences=True))
+    assert "copies a passage word for word" in system_prompt(AgentConfig())
     submit = next(t for t in tools_for(True) if t.name == SUBMIT)
     item = submit.parameters["properties"]["citations"]["items"]
     item = submit.parameters["$defs"][item["$ref"].rsplit("/", 1)[1]] if "$ref" in item else item
@@ -145,8 +151,8 @@ def test_a_run_records_the_lever_and_its_proposals_read_as_quotes(
 ) -> None:
     assert StepParameters(CITE_SENTENCES=True).CITE_SENTENCES is True
     outcome = _run_of(tiny, tmp_path, [FETCH, _cite("Grace Hopper", 2)])
-    assert outcome.meta.config.cite_sentences is True
-    assert outcome.meta.prompt_hash == prompt_hash(cite_sentences=True)
+    assert outcome.meta.config.agent.cite_sentences is True
+    assert outcome.meta.prompt_hash == prompt_hash(AgentConfig(cite_sentences=True))
     cells = outcome.summary.cells["factual"]
     assert cells["faithfulness"].passes == 1 and cells["attribution"].passes == 1
     [proposal] = proposals(tmp_path / "journals" / outcome.meta.run_id / "journal.jsonl")
@@ -163,7 +169,9 @@ def test_a_citation_the_loop_rejected_is_never_read_back_as_dropped(
         {"title": "Grace Hopper", "sentence": 10**15},
     ]
     both = [{"name": "submit_answer", "arguments": {"answer": "Grace Hopper.", "citations": citations}}]  # fmt: skip
-    result = Agent(ScriptedModel([FETCH, both, both]), tiny, cite_sentences=True).ask(QUESTION)
+    result = Agent(ScriptedModel([FETCH, both, both]), tiny, AgentConfig(cite_sentences=True)).ask(
+        QUESTION
+    )
     assert isinstance(result.output, Refusal) and result.output.reason_code == "ungrounded"
     call = [e for e in result.trace if e.kind == "model"][-1].detail["calls"][0]
     assert call["quoted"]["citations"] == [
@@ -183,7 +191,9 @@ def test_a_citation_of_an_article_fetched_in_the_same_turn_is_logged_resolved(
 ) -> None:
     # one turn: fetch the article and cite its sentence; the loop runs the fetch first
     turn = [FETCH[0], _cite("Grace Hopper", 2)[0]]
-    result = Agent(ScriptedModel([turn]), tiny, cite_sentences=True, read_first=0).ask(QUESTION)
+    result = Agent(ScriptedModel([turn]), tiny, AgentConfig(cite_sentences=True, read_first=0)).ask(
+        QUESTION
+    )
     assert isinstance(result.output, Answer) and result.output.citations[0].quote == SECOND
     call = [e for e in result.trace if e.kind == "model"][-1].detail["calls"][1]
     assert call["quoted"]["citations"] == [{"title": "Grace Hopper", "quote": SECOND}]

@@ -178,7 +178,7 @@ def test_ask_read_first_fetches_before_the_model_and_must_fit_the_budget(
     kinds = [e["kind"] for e in json.loads(out)["trace"]]
     assert code == 0 and kinds[:4] == ["search", "fetch", "fetch", "model"]
     code, _, err = run(capsys, "ask", "x", "--read-first", "8")
-    assert code == 2 and "read_first must be at least 0 and below the budget" in err
+    assert code == 2 and "read_first (8) must be below budget (8)" in err
     code, _, err = run(capsys, "eval", "--read-first", "9", "--limit", "1")
     assert code == 2 and err.strip().endswith("read_first (9) must be below budget (8)")
 

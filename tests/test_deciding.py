@@ -1,5 +1,6 @@
 """Turns that must decide ask for a tool call (`tool_choice="required"`, a grammar on our
-llama.cpp server); the openai spec's options and prompt levers reach the request and the spec."""
+llama.cpp server); the openai spec's option reaches the request, and the prompt levers are the
+agent's."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from wikiqa.agent import Agent, Answer, Refusal
-from wikiqa.agent.prompts import NUDGE
+from wikiqa.agent import Agent, AgentConfig, Answer, Refusal
+from wikiqa.agent.prompts import NUDGE, SYSTEM_PROMPT
 from wikiqa.models import CallOptions, Message, ModelTurn, ScriptedModel, ToolSpec
-from wikiqa.models.levers import LEVERS
 from wikiqa.registry import open_model
 from wikiqa.sources import SnapshotSource
 
@@ -44,9 +44,29 @@ class OptionsLog:
         return self.model(system, messages, tools, options)
 
 
+class RecordingSystem:
+    """A model that records the system prompt of each call and submits Hopper's sentence."""
+
+    spec = "recording-system"
+
+    def __init__(self) -> None:
+        self.systems: list[str] = []
+        self.model = ScriptedModel([[GOOD]])
+
+    def __call__(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
+    ) -> ModelTurn:
+        self.systems.append(system)
+        return self.model(system, messages, tools, options)
+
+
 def test_plain_text_gets_the_repair_nudge_and_a_required_call(tiny: SnapshotSource) -> None:
     model = OptionsLog(ScriptedModel([{"text": "Grace Hopper developed it."}, [GOOD]]))
-    result = Agent(model, tiny, read_first=1).ask("Who developed FLOW-MATIC?")
+    result = Agent(model, tiny, AgentConfig(read_first=1)).ask("Who developed FLOW-MATIC?")
     assert isinstance(result.output, Answer) and result.output.text == "Grace Hopper"
     assert model.asked == [None, "required"]  # free first, a call demanded after prose
     models = [e for e in result.trace if e.kind == "model"]
@@ -55,7 +75,7 @@ def test_plain_text_gets_the_repair_nudge_and_a_required_call(tiny: SnapshotSour
 
 def test_a_rejected_submission_makes_the_repair_turn_a_deciding_one(tiny: SnapshotSource) -> None:
     model = OptionsLog(ScriptedModel([[BAD], [GOOD]]))
-    result = Agent(model, tiny, read_first=1).ask("Who developed FLOW-MATIC?")
+    result = Agent(model, tiny, AgentConfig(read_first=1)).ask("Who developed FLOW-MATIC?")
     assert isinstance(result.output, Answer) and result.repairs == 1
     assert model.asked == [None, "required"]
 
@@ -71,7 +91,7 @@ def test_prose_twice_is_still_no_decision(tiny: SnapshotSource) -> None:
 def test_the_closing_phase_asks_for_a_call(tiny: SnapshotSource) -> None:
     searching = [[{"name": "search_wikipedia", "arguments": {"query": f"q{i}"}}] for i in range(9)]
     model = OptionsLog(ScriptedModel(searching))
-    Agent(model, tiny, budget=5).ask("Who developed FLOW-MATIC?")
+    Agent(model, tiny, AgentConfig(budget=5)).ask("Who developed FLOW-MATIC?")
     assert model.asked == [None, None, "required", "required", "required"]  # the closing phase
 
 
@@ -109,27 +129,29 @@ def test_tool_choice_is_the_agents_unless_the_spec_fixes_it(
     assert requests[0]["tool_choice"] == sent
 
 
-def test_levers_change_the_spec_and_the_system_prompt_only_when_on() -> None:
-    from wikiqa.models import TOOLS, UserMessage
-    from wikiqa.models.openai_model import OpenAIModel
+def test_prompt_levers_are_the_agents_and_change_the_system_prompt_only_when_on(
+    tiny: SnapshotSource,
+) -> None:
+    from wikiqa.agent import AgentConfig, prompt_hash
+    from wikiqa.agent.config import PROMPT_NOTES
+    from wikiqa.agent.prompts import system_prompt
 
-    systems = []
-    for suffix in ("", ";brief=1", ";brief=1,short_quote=1", ";brief=0"):
-        requests: list[dict[str, Any]] = []
-        model = open_model(f"openai:qwen@http://127.0.0.1:8091/v1{suffix}")
-        assert isinstance(model, OpenAIModel)
-        model._client = model._client.with_options(http_client=_served(requests))
-        model("SYSTEM\n", [UserMessage(text="q")], TOOLS)
-        systems.append(requests[0]["messages"][0]["content"])
-    assert systems[0] == systems[3] == "SYSTEM\n"
-    assert systems[1] == "SYSTEM\n" + LEVERS["brief"] + "\n"
-    assert systems[2] == "SYSTEM\n" + LEVERS["brief"] + "\n" + LEVERS["short_quote"] + "\n"
-    assert len({open_model(f"openai:q@http://h/v1{s}").spec for s in ("", ";brief=1")}) == 2
+    plain, brief = system_prompt(AgentConfig()), system_prompt(AgentConfig(brief=True))
+    both = system_prompt(AgentConfig(brief=True, short_quote=True))
+    assert plain == SYSTEM_PROMPT and PROMPT_NOTES["brief"] not in plain
+    assert brief == plain + PROMPT_NOTES["brief"] + "\n"
+    assert both == plain + PROMPT_NOTES["brief"] + "\n" + PROMPT_NOTES["short_quote"] + "\n"
+    hashes = {prompt_hash(AgentConfig(**c)) for c in ({}, {"brief": True}, {"short_quote": True})}
+    assert len(hashes) == 3  # a prompt lever is a new prompt hash
+    # the note reaches the model through the agent, whatever the model
+    model = RecordingSystem()
+    Agent(model, tiny, AgentConfig(brief=True, read_first=1)).ask("Who developed FLOW-MATIC?")
+    assert model.systems and all(s.endswith(PROMPT_NOTES["brief"] + "\n") for s in model.systems)
 
 
 @pytest.mark.parametrize(
     ("suffix", "error"),
-    [(";brief=yes", "expected 0 or 1"), (";shout=1", "unknown model lever 'shout'"),
+    [(";brief=1", "prompt levers such as brief are the agent's"), (";shout=1", "unknown option"),
      (";tool_choice=none", "expected auto or required"), (";brief", "expected key=value")],
 )  # fmt: skip
 def test_a_bad_option_is_a_clear_error(suffix: str, error: str) -> None:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from wikiqa import Agent
-from wikiqa.agent import Answer, Refusal
+from wikiqa.agent import AgentConfig, Answer, Refusal
 from wikiqa.evals.labels.confidence_fit import FitError, cross_validate, fit, review_threshold
 from wikiqa.models import ExtractiveModel, evidence
 from wikiqa.models.reading import answer_type, spans
@@ -75,10 +75,12 @@ def test_the_issues_confident_perth_answer_is_now_flagged_and_abstained(
     assert isinstance(answered.output, Answer) and "Perth" in answered.output.text
     assert answered.confidence < evidence.weights().review_below
     assert answered.needs_human_review
-    abstained = Agent(ExtractiveModel(abstain=0.4), snapshot).ask(question)
+    abstaining = AgentConfig(abstain_below=0.4)
+    abstained = Agent(ExtractiveModel(), snapshot, abstaining).ask(question)
     assert isinstance(abstained.output, Refusal) and abstained.confidence == 0.0
+    assert abstained.output.reason_code == "low_confidence"
     # a well-supported answer still goes out, over the review threshold
-    hopper = Agent(ExtractiveModel(abstain=0.4), snapshot).ask(
+    hopper = Agent(ExtractiveModel(), snapshot, abstaining).ask(
         "Who developed the FLOW-MATIC programming language?"
     )
     assert isinstance(hopper.output, Answer) and not hopper.needs_human_review
@@ -96,12 +98,13 @@ def test_the_typed_reader_answers_with_the_span_and_quotes_its_sentence(
 
 
 def test_new_extractive_options_parse_and_bad_values_are_refused() -> None:
-    model = ExtractiveModel.from_options({"reader": "typed", "span": "off", "abstain": "0.4"})
-    assert model.spec == "extractive:reader=typed,span=False,abstain=0.4"
+    model = ExtractiveModel.from_options({"reader": "typed", "span": "off"})
+    assert model.spec == "extractive:reader=typed,span=False"
     with pytest.raises(ValueError, match="reader"):
         ExtractiveModel(reader="fancy")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="abstain"):
-        ExtractiveModel(abstain=1.5)
+    # abstention is one lever of the agent's, whatever the model
+    with pytest.raises(ValueError, match="abstain_below"):
+        ExtractiveModel.from_options({"abstain": "0.4"})
     with pytest.raises(ValueError, match="on or off"):
         ExtractiveModel.from_options({"span": "maybe"})
 
@@ -173,28 +176,19 @@ def test_confidence_fit_cli_prints_weights_and_refuses_bad_input(tmp_path: Path)
     assert bad.returncode != 0 and "--risk" in bad.stderr
 
 
-def test_cached_turns_of_an_abstaining_answerer_do_not_outlive_its_weights(
+def test_cached_extractive_turns_do_not_outlive_its_policy_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A refit changes what `abstain` decides, so it must change the response-cache key;
-    without abstention the weights play no part and the key stays as it was."""
+    """New code for the policy is a new response-cache key."""
     from wikiqa.evals.running.cache import CachingModel, ResponseCache
-    from wikiqa.models import UserMessage
+    from wikiqa.models import UserMessage, extractive
 
     cache = ResponseCache(tmp_path / "responses.sqlite")
     messages = [UserMessage(text="who wrote dracula")]
-    abstaining = CachingModel(ExtractiveModel(abstain=0.4), cache, "0")
     plain = CachingModel(ExtractiveModel(), cache, "0")
-    before = abstaining.key("system", messages, [])
-    plain_before = plain.key("system", messages, [])
-    monkeypatch.setattr(evidence, "weights_hash", lambda: "another-fit")
-    assert abstaining.key("system", messages, []) != before
-    assert plain.key("system", messages, []) == plain_before
-    # new code for the policy is a new key too, abstaining or not
-    from wikiqa.models import extractive
-
+    before = plain.key("system", messages, [])
     monkeypatch.setattr(extractive, "_policy_hash", lambda: "other-code")
-    assert plain.key("system", messages, []) != plain_before
+    assert plain.key("system", messages, []) != before
     cache.close()
 
 

@@ -1,4 +1,4 @@
-"""What the step notebooks share, outside papermill: levers, and where runs are written."""
+"""What the step notebooks share, outside papermill: the climb, and where runs are written."""
 
 from __future__ import annotations
 
@@ -7,30 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from wikiqa.experiment import with_lever
-
-
-def test_a_steps_lever_joins_the_levers_model_sets() -> None:
-    assert with_lever("extractive", "hits_read", 5) == "extractive:hits_read=5"
-    # -p MODEL extractive:scoring=idf on step 02 used to drop HITS_READ silently
-    assert with_lever("extractive:scoring=idf", "hits_read", 5) == (
-        "extractive:scoring=idf,hits_read=5"
-    )
-    assert with_lever("extractive:hits_read=5", "hits_read", 5) == "extractive:hits_read=5"
-    with pytest.raises(ValueError, match="hits_read is set twice"):
-        with_lever("extractive:hits_read=3", "hits_read", 5)
-    assert with_lever("anthropic:claude-sonnet-4-6", "hits_read", 5) == (
-        "anthropic:claude-sonnet-4-6"
-    )
-    # a served model's prompt levers are spec options after `;`, joined the same way
-    url = "openai:qwen@http://127.0.0.1:8080/v1"
-    assert with_lever(url, "brief", 1) == f"{url};brief=1"
-    assert with_lever(f"{url};tool_choice=required", "brief", 1) == (
-        f"{url};tool_choice=required,brief=1"
-    )
-    assert with_lever("local:qwen", "short_quote", 1) == "local:qwen;short_quote=1"
-    with pytest.raises(ValueError, match="brief is set twice"):
-        with_lever(f"{url};brief=0", "brief", 1)
 
 
 def test_the_climb_keeps_the_order_runs_were_recorded_and_pairs_the_newest(

@@ -11,7 +11,7 @@ import httpx2
 import openai
 import pytest
 
-from wikiqa.agent import Agent, Answer, Refusal
+from wikiqa.agent import Agent, AgentConfig, Answer, Refusal
 from wikiqa.models import (
     TOOLS,
     AnthropicModel,
@@ -588,9 +588,9 @@ def test_every_breakpoint_of_a_run_can_pay_and_the_tools_never_change(
         anthropic_message([tool_use("search_wikipedia", {"query": "FLOW-MATIC"}, "toolu_2")]),
         anthropic_message([tool_use("refuse", {"reason": "Not stated."}, "toolu_3")]),
     ]
-    result = Agent(claude(scripted_transport(turns, seen), []), snapshot, budget=4).ask(
-        "Who developed FLOW-MATIC?"
-    )
+    result = Agent(
+        claude(scripted_transport(turns, seen), []), snapshot, AgentConfig(budget=4)
+    ).ask("Who developed FLOW-MATIC?")
     assert isinstance(result.output, Refusal) and len(seen) == 3
     bodies = [json.loads(r.content) for r in seen]
     assert all(b["tools"] == bodies[0]["tools"] for b in bodies)  # the closing phase included

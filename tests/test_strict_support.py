@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wikiqa.agent import Agent, Answer, Refusal
+from wikiqa.agent import Agent, AgentConfig, Answer, Refusal
 from wikiqa.agent.decide import support_problems
 from wikiqa.agent.support import unquoted
 from wikiqa.models import CitationArg, ScriptedModel, SubmitArgs
@@ -57,7 +57,7 @@ def test_through_the_loop_the_lever_turns_the_echo_into_a_repair_then_a_refusal(
     question = "Which planet orbits closest to the Sun?"
     default = Agent(ScriptedModel(script), tiny).ask(question)
     assert isinstance(default.output, Answer)  # 2 of its 4 own words are quoted: accepted
-    strict = Agent(ScriptedModel(script), tiny, strict_support=True).ask(question)
+    strict = Agent(ScriptedModel(script), tiny, AgentConfig(strict_support=True)).ask(question)
     assert isinstance(strict.output, Refusal) and strict.output.reason_code == "ungrounded"
     repairs = [e for e in strict.trace if e.kind == "repair"]
     assert len(repairs) == 1 and "most of what the answer adds" in repairs[0].summary

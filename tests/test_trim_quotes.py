@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import fetched_of
-from wikiqa.agent import Agent, Answer, Refusal
+from wikiqa.agent import Agent, AgentConfig, Answer, Refusal
 from wikiqa.agent.grounding import Fetched, trimmed
 from wikiqa.evals import RunConfig, run_eval
 from wikiqa.experiment.params import StepParameters
@@ -66,7 +66,7 @@ def test_through_the_loop_the_cut_quote_must_still_back_the_answer(tiny: Snapsho
     good = [fetch, right, right]
     default = Agent(ScriptedModel(good), tiny).ask(question)
     assert isinstance(default.output, Refusal) and default.output.reason_code == "ungrounded"
-    lever = Agent(ScriptedModel(good), tiny, trim_quotes=True).ask(question)
+    lever = Agent(ScriptedModel(good), tiny, AgentConfig(trim_quotes=True)).ask(question)
     assert isinstance(lever.output, Answer)
     assert [c.quote for c in lever.output.citations] == [f"{EVEREST} {RANGE}"]
     trims = [e for e in lever.trace if e.kind == "trim"]
@@ -77,7 +77,7 @@ def test_through_the_loop_the_cut_quote_must_still_back_the_answer(tiny: Snapsho
     only_tail = f"{EVEREST} It lies in the Karakoram of Pakistan, near K2."
     wrong = _submit("Mount Everest lies in the Karakoram.", only_tail)
     bad = [fetch, wrong, wrong]
-    cut = Agent(ScriptedModel(bad), tiny, trim_quotes=True).ask(question)
+    cut = Agent(ScriptedModel(bad), tiny, AgentConfig(trim_quotes=True)).ask(question)
     assert isinstance(cut.output, Refusal) and cut.output.reason_code == "ungrounded"
     repairs = [e for e in cut.trace if e.kind == "repair"]
     assert len(repairs) == 1 and "Karakoram" in repairs[0].summary
@@ -102,6 +102,6 @@ def test_the_lever_is_a_step_parameter_and_recorded_with_the_run(
         suite=str(suite), trials=1, trim_quotes=True, cache=False, out=tmp_path, infra_backoff=0
     )
     outcome = run_eval(config, model=ScriptedModel(script), source=tiny, progress=False)
-    assert outcome.meta.config.trim_quotes is True
+    assert outcome.meta.config.agent.trim_quotes is True
     cells = outcome.summary.cells["factual"]  # graded on the cut quote: grounded, attributed
     assert cells["faithfulness"].passes == 1 and cells["attribution"].passes == 1

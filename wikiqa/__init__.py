@@ -10,7 +10,7 @@ from importlib.metadata import version
 from typing import Any
 
 from wikiqa import sources
-from wikiqa.agent import Agent, AgentResult, Answer, Citation, Refusal, TraceEvent
+from wikiqa.agent import Agent, AgentConfig, AgentResult, Answer, Citation, Refusal, TraceEvent
 from wikiqa.models import Model, ModelUnavailable
 from wikiqa.registry import open_model, open_source
 from wikiqa.sources import (
@@ -33,6 +33,7 @@ __version__ = version("wikiqa")
 
 __all__ = [
     "Agent",
+    "AgentConfig",
     "AgentResult",
     "Answer",
     "Article",

@@ -8,7 +8,7 @@ imports its implementation only when asked, so the offline path never loads an S
     model specs   extractive[:key=value,...]   offline deterministic policy (the default)
                   anthropic:<model>            Claude through the anthropic SDK
                   openai:<model>@<base_url>[;key=value,...]   any OpenAI-compatible server
-                                               (options: tool_choice, prompt levers)
+                                               (option: tool_choice)
                   scripted:<file.json>         replays tool calls from a file (tests, drills)
     source specs  snapshot                     the pinned offline snapshot (the default)
                   live, live:<host>            MediaWiki

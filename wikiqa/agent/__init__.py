@@ -6,9 +6,11 @@
 - `decide`: accepting or repairing a submission, the last guard check, confidence;
 - `grounding`: verbatim-quote checks; `guard`: the deterministic injection guard;
 - `quarantine`: retrieved spans never quotable; `support`: what an answer or refusal may carry;
+- `config`: `AgentConfig`, every lever declared once;
 - `prompts`: the system prompts and their hash; `result`: what the agent returns.
 """
 
+from wikiqa.agent.config import DEFAULT_BUDGET, AgentConfig
 from wikiqa.agent.grounding import (
     Fetched,
     citation_problems,
@@ -16,7 +18,7 @@ from wikiqa.agent.grounding import (
     quotable_text,
 )
 from wikiqa.agent.guard import Finding, scan, violations
-from wikiqa.agent.loop import CLOSING, DEFAULT_BUDGET, Agent
+from wikiqa.agent.loop import CLOSING, Agent
 from wikiqa.agent.prompts import BASELINE_SYSTEM_PROMPT, SYSTEM_PROMPT, prompt_hash
 from wikiqa.agent.result import (
     INFRASTRUCTURE_CODES,
@@ -38,6 +40,7 @@ __all__ = [
     "INFRASTRUCTURE_CODES",
     "SYSTEM_PROMPT",
     "Agent",
+    "AgentConfig",
     "AgentResult",
     "Answer",
     "Citation",

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from wikiqa.agent.actions import run_tool
+from wikiqa.agent.config import AgentConfig
 from wikiqa.agent.decide import abstained, confidence, decide, describe, last_look, signals
 from wikiqa.agent.grounding import quotable_text
 from wikiqa.agent.prompts import (
@@ -81,7 +82,6 @@ from wikiqa.models import (
 )
 from wikiqa.sources import Depth, SourceUnavailable, WikiSource
 
-DEFAULT_BUDGET = 8
 CLOSING = 2  # the last calls of the budget, kept for a submission and its one repair
 # Stop reasons by which a model (Claude's `refusal`, an OpenAI-compatible content filter)
 # declines: a decision to report as the agent's refusal, not an infrastructure error.
@@ -96,38 +96,14 @@ class Agent:
         self,
         model: Model,
         source: WikiSource,
+        config: AgentConfig | None = None,
         *,
-        budget: int = DEFAULT_BUDGET,
-        search_limit: int = 5,
-        depth: Depth = "lead",
-        retrieval: bool = True,
-        read_first: int = 0,
-        spotlight: bool = False,
-        strict_support: bool = False,
-        trim_quotes: bool = False,
-        abstain_below: float = 0.0,
-        cite_sentences: bool = False,
         on_event: Callable[[TraceEvent], None] | None = None,
     ) -> None:
-        if budget < 1:
-            raise ValueError("budget must be at least 1")
-        if not 0.0 <= abstain_below <= 1.0:
-            raise ValueError(f"abstain_below must be in [0, 1], got {abstain_below}")
-        if not 0 <= read_first < budget:
-            raise ValueError("read_first must be at least 0 and below the budget")
         self.model = model
         self.source = source
-        self.budget = budget
-        self.search_limit = search_limit
-        self.depth = depth
-        self.retrieval = retrieval
-        self.read_first = read_first
-        self.spotlight = spotlight  # datamark retrieved text (see `prompts.SPOTLIGHT_NOTE`)
-        self.strict_support = strict_support  # the answer's own words must be in its quotes
-        self.trim_quotes = trim_quotes  # a quote's non-verbatim tail is cut before the checks
-        self.abstain_below = abstain_below  # refuse an answer whose confidence is under this
-        self.cite_sentences = cite_sentences  # sentences shown numbered, cited by number
-        self.tools = tools_for(cite_sentences)
+        self.config = config if config is not None else AgentConfig()
+        self.tools = tools_for(self.config.cite_sentences)
         self.on_event = on_event
 
     def ask(self, question: str) -> AgentResult:
@@ -142,12 +118,12 @@ class _Run:
         self.state = RunState(
             question=question,
             source=agent.source,
-            search_limit=agent.search_limit,
-            depth=agent.depth,
-            spotlight=agent.spotlight,
-            strict_support=agent.strict_support,
-            trim_quotes=agent.trim_quotes,
-            cite_sentences=agent.cite_sentences,
+            search_limit=agent.config.search_limit,
+            depth="lead",
+            spotlight=agent.config.spotlight,
+            strict_support=agent.config.strict_support,
+            trim_quotes=agent.config.trim_quotes,
+            cite_sentences=agent.config.cite_sentences,
             on_event=agent.on_event,
         )
 
@@ -168,8 +144,9 @@ class _Run:
         output = last_look(state, output)
         found = signals(state, output)
         score = confidence(state, output, found)
-        if isinstance(output, Answer) and score < self.agent.abstain_below:
-            output = abstained(state, output, found, score, self.agent.abstain_below)
+        below = self.agent.config.abstain_below
+        if isinstance(output, Answer) and score < below:
+            output = abstained(state, output, found, score, below)
             found, score = {}, 0.0
         state.event("decision", describe(output), kind_of_output=output.kind)
         spec = self.agent.model.spec
@@ -207,18 +184,17 @@ class _Run:
             latency_ms=round((time.perf_counter() - start) * 1000, 3),
             model=spec,
             source=self.agent.source.name,
-            prompt_hash=prompt_hash(
-                self.agent.retrieval, self.agent.spotlight, self.agent.cite_sentences
-            ),
+            prompt_hash=prompt_hash(self.agent.config),
         )
 
     def _loop(self) -> Answer | Refusal:
-        state, budget = self.state, self.agent.budget
+        config = self.agent.config
+        state, budget = self.state, config.budget
         question = state.question.strip()
         if not question:
             return Refusal(reason="The question is empty.", reason_code="invalid_question")
         state.messages.append(UserMessage(text=question))
-        if not self.agent.retrieval:
+        if not config.retrieval:
             return self._closed_book()
         # Always retrieve: search with the question itself before the model says anything.
         forced = ToolCall(id=f"{FORCED_ID}search", name=SEARCH, arguments={"query": question})
@@ -230,10 +206,10 @@ class _Run:
                 reason="Wikipedia search found nothing for this question.",
                 reason_code="no_results",
             )
-        if self.agent.read_first:
+        if config.read_first:
             reads = [
                 ToolCall(id=f"{FORCED_ID}fetch_{i}", name=FETCH, arguments={"title": hit.title})
-                for i, hit in enumerate(first.artifact[: self.agent.read_first])
+                for i, hit in enumerate(first.artifact[: config.read_first])
             ]
             state.messages.append(AssistantMessage(tool_calls=reads))
             state.messages.extend(run_tool(state, call) for call in reads)
@@ -244,7 +220,7 @@ class _Run:
             # one): plain text there is a dead end, and small models answer in prose.
             deciding = deciding or offered != self.agent.tools
             turn = self._model_turn(
-                system_prompt(self.agent.spotlight, self.agent.cite_sentences),
+                system_prompt(config),
                 tools=self.agent.tools,
                 options=DECIDING if deciding else None,
             )
@@ -260,7 +236,7 @@ class _Run:
                         reason="The model gave no answer or refusal.", reason_code="no_decision"
                     )
                 nudged = deciding = True
-                nudge = CITING_NUDGE if self.agent.cite_sentences else NUDGE
+                nudge = CITING_NUDGE if config.cite_sentences else NUDGE
                 state.messages.append(UserMessage(text=nudge))
                 continue
             results: list[Message] = []
@@ -285,7 +261,7 @@ class _Run:
             state.messages.extend(results)
 
     def _offered(self) -> tuple[ToolSpec, ...]:
-        if self.agent.budget - self.state.tool_calls > CLOSING:
+        if self.agent.config.budget - self.state.tool_calls > CLOSING:
             return self.agent.tools
         return tuple(t for t in self.agent.tools if t.name in TERMINAL)
 

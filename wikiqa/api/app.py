@@ -1,8 +1,8 @@
 """The HTTP service: `POST /api/ask` returns exactly what `wikiqa ask --json` prints.
 
-The model and source are fixed when the server starts (`wikiqa serve --model --source`); a
-request may only tighten the tool-call budget. Letting clients pick sources would let them make
-the server read arbitrary snapshot files or reach live hosts.
+The model, source and agent levers are fixed when the server starts (`wikiqa serve --model
+--source`, and the lever flags); a request may only tighten the tool-call budget. Letting clients
+pick sources would let them make the server read arbitrary snapshot files or reach live hosts.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from wikiqa.agent import DEFAULT_BUDGET, Agent, AgentResult
+from wikiqa.agent import DEFAULT_BUDGET, Agent, AgentConfig, AgentResult
 from wikiqa.api.shield import Shield, authorized, check_token
 from wikiqa.config import Settings, reveal
 from wikiqa.models import Model
@@ -79,6 +79,7 @@ def create_app(
     model: Model | None = None,
     source: WikiSource | None = None,
     settings: Settings | None = None,
+    agent: AgentConfig | None = None,
     *,
     max_in_flight: int = 64,
     body_timeout: float = 10.0,
@@ -87,6 +88,7 @@ def create_app(
     token = check_token(reveal(settings.api_token))  # before anything starts: a bad one is fatal
     model = model or open_model(settings.model)
     source = source or open_source(settings.source)
+    served = agent if agent is not None else AgentConfig()
     app = FastAPI(title="wikiqa", version=version("wikiqa"), summary="Wikipedia-grounded QA")
     app.add_exception_handler(RequestValidationError, _invalid)
     # Authentication, body cap and body timeout run before FastAPI parses anything (shield.py).
@@ -104,7 +106,12 @@ def create_app(
     @app.post("/api/ask")
     def ask(request: AskRequest) -> AgentResult:
         # A sync endpoint: FastAPI runs it in a worker thread, and the agent does blocking I/O.
-        result = Agent(model, source, budget=request.options.budget).ask(request.question)
+        # A request may only tighten the server's budget (and what it reads first with it).
+        budget = min(request.options.budget, served.budget)
+        config = served.model_copy(
+            update={"budget": budget, "read_first": min(served.read_first, budget - 1)}
+        )
+        result = Agent(model, source, config).ask(request.question)
         # The response is a writer like any other: error text from the model API may quote a key.
         return AgentResult.model_validate(scrub_data(result.model_dump(mode="json")))
 

@@ -10,20 +10,13 @@ import sys
 
 from wikiqa.agent import AgentResult, Answer, TraceEvent
 from wikiqa.cli.common import (
-    ABSTAIN_BELOW_HELP,
-    CITE_SENTENCES_HELP,
     EXIT_UNAVAILABLE,
-    EXIT_USAGE,
     MODEL_HELP,
-    READ_FIRST_HELP,
     SOURCE_HELP,
-    SPOTLIGHT_HELP,
-    STRICT_SUPPORT_HELP,
-    TRIM_QUOTES_HELP,
     CliError,
-    count,
+    add_agent_flags,
+    agent_config,
     positive_int,
-    unit_float,
     wiki_source,
 )
 from wikiqa.config import Settings
@@ -64,21 +57,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     def stream(event: TraceEvent) -> None:
         print(event.line(), file=sys.stderr, flush=True)
 
-    try:
-        agent = Agent(
-            model,
-            source,
-            budget=args.budget,
-            read_first=args.read_first,
-            spotlight=args.spotlight,
-            strict_support=args.strict_support,
-            trim_quotes=args.trim_quotes,
-            abstain_below=args.abstain_below,
-            cite_sentences=args.cite_sentences,
-            on_event=stream if args.verbose else None,
-        )
-    except ValueError as err:
-        raise CliError(str(err), EXIT_USAGE) from err
+    config = agent_config(args)
+    agent = Agent(model, source, config, on_event=stream if args.verbose else None)
     result = agent.ask(args.question)
     if args.json:
         print(result.model_dump_json(indent=2))
@@ -102,7 +82,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         model = open_model(args.model or settings.model)
     except ValueError as err:
         raise CliError(str(err)) from err
-    app = create_app(model, wiki_source(args.source or settings.source), settings)
+    source = wiki_source(args.source or settings.source)
+    app = create_app(model, source, settings, agent_config(args))
     # Timeouts: first byte 5 s and request headers 10 s, then the per-client and total caps on
     # connections that have not yet made an authorised request (api/connections.py); idle
     # keep-alive 5 s; body 10 s and 64 requests in flight (Shield). uvicorn's own
@@ -119,15 +100,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ask.add_argument("question")
     ask.add_argument("--model", help=MODEL_HELP + " (env WIKIQA_MODEL)")
     ask.add_argument("--source", help=SOURCE_HELP + " (env WIKIQA_SOURCE)")
-    ask.add_argument("--budget", type=positive_int, default=8, help="tool-call budget")
-    ask.add_argument("--read-first", type=count, default=0, help=READ_FIRST_HELP)
-    ask.add_argument("--spotlight", action="store_true", help=SPOTLIGHT_HELP)
-    ask.add_argument("--strict-support", action="store_true", help=STRICT_SUPPORT_HELP)
-    ask.add_argument("--trim-quotes", action="store_true", help=TRIM_QUOTES_HELP)
-    ask.add_argument("--cite-sentences", action="store_true", help=CITE_SENTENCES_HELP)
-    ask.add_argument(
-        "--abstain-below", type=unit_float, default=0.0, metavar="T", help=ABSTAIN_BELOW_HELP
-    )
+    add_agent_flags(ask)
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ask.add_argument("-v", "--verbose", action="store_true", help="stream the trace to stderr")
     ask.set_defaults(func=cmd_ask)
@@ -140,4 +113,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
+    add_agent_flags(serve)
     serve.set_defaults(func=cmd_serve)

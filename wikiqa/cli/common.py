@@ -9,6 +9,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
+from wikiqa.agent import AgentConfig
 from wikiqa.registry import open_source
 from wikiqa.sources import SnapshotError, WikiSource
 
@@ -30,36 +33,51 @@ SOURCE_HELP = (
     "cassette), or a snapshot file path"
 )
 MODEL_HELP = "extractive (default, offline), anthropic:<model>, openai:<model>@<url>"
-READ_FIRST_HELP = "fetch the top N search hits before the model's first turn (default 0)"
-SPOTLIGHT_HELP = (
-    "datamark retrieved text for the model (spotlighting: every space becomes ˆ); off by "
-    "default, recorded in the prompt hash"
-)
-STRICT_SUPPORT_HELP = (
-    "reject a submission most of whose own words (those not in the question) no quote contains; "
-    "off by default (a lever)"
-)
-
-CITE_SENTENCES_HELP = (
-    "show fetched articles with numbered sentences and let the model cite {title, sentence: n}; "
-    "the loop puts the sentence in the quote (off by default; a lever)"
-)
-ABSTAIN_BELOW_HELP = (
-    "refuse an answer that passed every check when its fitted confidence is under T (0 to 1; "
-    "default 0, never; a lever)"
-)
-TRIM_QUOTES_HELP = (
-    "cut a non-verbatim quote to its leading sentences that are verbatim (re-attributed if "
-    "another fetched article has them) before the checks; off by default (a lever)"
-)
-
-
 class CliError(Exception):
     """A user-facing failure: printed as one line, exits with `code`."""
 
     def __init__(self, message: str, code: int = EXIT_NOT_FOUND) -> None:
         super().__init__(message)
         self.code = code
+
+
+def add_agent_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per `AgentConfig` lever, generated from its fields: `--trim-quotes` /
+    `--no-trim-quotes` for a switch, `--budget N` for a number, each with the field's help and
+    default. A flag not given stays None, so only what the user set reaches the config."""
+    group = parser.add_argument_group("agent levers (AgentConfig)")
+    for name, field in AgentConfig.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        help_text = f"{field.description} (default {field.default})"
+        if field.annotation is bool:
+            group.add_argument(flag, action=argparse.BooleanOptionalAction, help=help_text)
+        else:
+            kind = int if field.annotation is int else float
+            group.add_argument(flag, type=kind, metavar="N", help=help_text)
+
+
+def agent_config(args: argparse.Namespace) -> AgentConfig:
+    """The `AgentConfig` the lever flags of `add_agent_flags` set (a broken rule: CliError,
+    naming the flag)."""
+    given = {
+        name: getattr(args, name)
+        for name in AgentConfig.model_fields
+        if getattr(args, name, None) is not None
+    }
+    try:
+        return AgentConfig(**given)
+    except ValidationError as err:
+        raise CliError(flag_errors(err), EXIT_USAGE) from None
+
+
+def flag_errors(err: ValidationError) -> str:
+    """A validation error as one line, each problem naming its flag."""
+    problems = []
+    for e in err.errors():
+        where = "--" + "-".join(str(p) for p in e["loc"]).replace("_", "-") if e["loc"] else ""
+        rule = e["msg"].removeprefix("Value error, ")
+        problems.append(f"{where} {rule}".strip())
+    return "; ".join(problems)
 
 
 def int_from(text: str, least: int, what: str) -> int:

@@ -15,21 +15,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from wikiqa.cli.common import (
-    ABSTAIN_BELOW_HELP,
-    CITE_SENTENCES_HELP,
     EXECUTOR_HELP,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     MODEL_HELP,
-    READ_FIRST_HELP,
     SOURCE_HELP,
-    SPOTLIGHT_HELP,
-    STRICT_SUPPORT_HELP,
-    TRIM_QUOTES_HELP,
     CliError,
-    count,
+    add_agent_flags,
+    agent_config,
+    flag_errors,
     positive_int,
-    unit_float,
 )
 from wikiqa.config import Settings
 from wikiqa.sources import SnapshotError
@@ -49,13 +44,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         "allow_self_judge": args.allow_self_judge,
         "source": args.source or settings.source,
         "concurrency": args.concurrency,
-        "budget": args.budget,
-        "read_first": args.read_first,
-        "spotlight": args.spotlight or None,
-        "strict_support": args.strict_support or None,
-        "trim_quotes": args.trim_quotes or None,
-        "abstain_below": args.abstain_below,
-        "cite_sentences": args.cite_sentences or None,
+        "agent": agent_config(args),
         "limit": args.limit,
         "experiment": args.experiment,
         "change": args.change,
@@ -71,8 +60,7 @@ def _run_config(args: argparse.Namespace) -> Any:
     try:
         return RunConfig(**{k: v for k, v in fields.items() if v is not None})
     except ValidationError as err:
-        problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in err.errors())
-        raise CliError(problems, EXIT_USAGE) from None
+        raise CliError(flag_errors(err), EXIT_USAGE) from None
 
 
 def _tell(message: str) -> None:
@@ -216,17 +204,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", help=SOURCE_HELP)
     p.add_argument("--concurrency", type=positive_int, default=8)
     p.add_argument("--executor", default=None, help=EXECUTOR_HELP)
-    p.add_argument(
-        "--budget", type=positive_int, default=None, help="tool-call budget per question"
-    )
-    p.add_argument("--read-first", type=count, default=None, help=READ_FIRST_HELP)
-    p.add_argument("--spotlight", action="store_true", help=SPOTLIGHT_HELP)
-    p.add_argument("--strict-support", action="store_true", help=STRICT_SUPPORT_HELP)
-    p.add_argument("--trim-quotes", action="store_true", help=TRIM_QUOTES_HELP)
-    p.add_argument("--cite-sentences", action="store_true", help=CITE_SENTENCES_HELP)
-    p.add_argument(
-        "--abstain-below", type=unit_float, default=None, metavar="T", help=ABSTAIN_BELOW_HELP
-    )
+    add_agent_flags(p)
     p.add_argument("--limit", type=positive_int, default=None, help="run only the first N tasks")
     p.add_argument(
         "--out",

@@ -20,7 +20,7 @@ from wikiqa.experiment.notebooks import (
     requires,
 )
 from wikiqa.experiment.params import KINDS, ParameterError, StepParameters, parameters
-from wikiqa.experiment.step import record_line, show, step, step_name_of, with_lever
+from wikiqa.experiment.step import record_line, show, step, step_name_of
 from wikiqa.experiment.tables import abstention, climb_table, table
 from wikiqa.experiment.views import (
     climb,
@@ -78,5 +78,4 @@ __all__ = [
     "step_name_of",
     "summary_of",
     "table",
-    "with_lever",
 ]

@@ -8,9 +8,12 @@ anything else is refused before the notebook runs (`declared`).
 
 from __future__ import annotations
 
+from copy import copy
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from wikiqa.agent import AgentConfig
 
 # One vocabulary for what a change-log row changed (checked, so a typo is not a new kind).
 Kind = Literal[
@@ -21,14 +24,15 @@ KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
 
 
 class StepParameters(BaseModel):
-    """A step's parameters; each description lists the allowed values (shown by `--help`-like
-    tables in the executed notebook)."""
+    """A step's parameters: what it sets about its run (model, suite, trials, recording, ...),
+    each description listing the allowed values, and one parameter per agent lever, generated
+    from `AgentConfig` (`_STEP`), never listed again."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
     MODEL: str = Field(
         "extractive",
-        description="extractive (levers as in the README) | anthropic:<model> | "
+        description="extractive[:option=value,...] | anthropic:<model> | "
         "openai:<model>@<base_url> | local (SmolLM2 via llama.cpp) | local:<name>",
     )
     JUDGE: str | None = Field(None, description="None: offline graders only | a judge model spec")
@@ -54,22 +58,6 @@ class StepParameters(BaseModel):
     )
     CHANGE: str = Field("", description="what this step changes (free text)")
     KIND: Kind = Field("adhoc", description=" | ".join(KINDS))
-    RETRIEVAL: bool = Field(True, description="True: the agent | False: no retrieval (tools off)")
-    BUDGET: int | None = Field(None, ge=1, le=64, description="None: the default | tool calls")
-    READ_FIRST: int = Field(0, ge=0, description="top hits fetched before the model's first turn")
-    SPOTLIGHT: bool = Field(False, description="datamark retrieved text (a live-model lever)")
-    STRICT_SUPPORT: bool = Field(
-        False, description="reject an answer whose own words (not the question's) are unquoted"
-    )
-    TRIM_QUOTES: bool = Field(
-        False, description="cut a quote's non-verbatim tail to its verbatim leading sentences"
-    )
-    CITE_SENTENCES: bool = Field(
-        False, description="show articles' sentences numbered and take citations by number"
-    )
-    ABSTAIN_BELOW: float = Field(
-        0.0, ge=0.0, le=1.0, description="0: never | refuse an answer whose confidence is under it"
-    )
     MAX_TOKENS: int | None = Field(
         None, ge=16, le=32768, description="None: the default | output tokens per model call"
     )
@@ -84,7 +72,24 @@ class StepParameters(BaseModel):
     )
 
 
-COMMON = tuple(StepParameters.model_fields)
+    def agent(self) -> AgentConfig:
+        """The agent configuration these parameters set (their agent levers)."""
+        return AgentConfig(**{name: getattr(self, name.upper()) for name in AgentConfig.model_fields})
+
+
+def _agent_parameters() -> dict[str, Any]:
+    """Every `AgentConfig` lever as a step parameter: its name in capitals, the same default,
+    rule and help."""
+    return {
+        name.upper(): (field.annotation, copy(field))
+        for name, field in AgentConfig.model_fields.items()
+    }
+
+
+_STEP: type[StepParameters] = create_model(
+    "StepParameters", __base__=StepParameters, **_agent_parameters()
+)
+COMMON = tuple(_STEP.model_fields)
 
 
 class ParameterError(ValueError):
@@ -96,11 +101,13 @@ def parameters(namespace: dict[str, Any]) -> StepParameters:
     papermill injected after it): the common ones validated, the step's own kept as given."""
     given = {k: v for k, v in namespace.items() if k.isupper() and not k.startswith("_")}
     try:
-        return StepParameters(**given)
+        found = _STEP(**given)
+        found.agent()  # the levers' joint rules (read_first below budget)
+        return found
     except ValidationError as err:
         problems = []
         for e in err.errors():
-            name = ".".join(str(p) for p in e["loc"])
+            name = ".".join(str(p) for p in e["loc"]).upper()
             rule = e["msg"].removeprefix("Value error, ")
-            problems.append(f"-p {name} {e.get('input')!r}: {rule}")
+            problems.append(f"-p {name} {e.get('input')!r}: {rule}" if name else rule)
         raise ParameterError("; ".join(problems)) from None

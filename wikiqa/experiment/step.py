@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from wikiqa.agent import DEFAULT_BUDGET
 from wikiqa.evals import RunConfig, RunOutcome, evaluate, results_dir, scratch_dir
 from wikiqa.evals.analysis.render import render_figures
 from wikiqa.evals.climb import ChangelogRow, Policy, delta_text
@@ -25,10 +24,9 @@ from wikiqa.experiment.tables import abstention, table
 from wikiqa.experiment.views import resolve_out
 
 
-def step(namespace: Mapping[str, Any], **levers: object) -> RunOutcome:
+def step(namespace: Mapping[str, Any]) -> RunOutcome:
     """Run this notebook's step with its parameters (`namespace`: the notebook's globals) and
-    show everything a step shows. `levers` are the extractive answerer's options this step sets
-    (`abstain=ABSTAIN`); they join whatever MODEL sets."""
+    show everything a step shows."""
     p = parameters(dict(namespace))
     name = step_name_of(namespace)
     if p.RECORD and name is None:
@@ -37,8 +35,6 @@ def step(namespace: Mapping[str, Any], **levers: object) -> RunOutcome:
             "step in the change log; record with `wikiqa experiment run NOTEBOOK --record`"
         )
     model = p.MODEL
-    for lever, value in levers.items():
-        model = with_lever(model, lever, value)
     given = resolve_out(p.OUT)
     out = given if given is not None else (results_dir() if p.RECORD else scratch_dir())
     _show_parameters(p, name, model, out)
@@ -74,11 +70,7 @@ def _config(p: StepParameters, name: str, model: str, out: Path) -> RunConfig:
         return RunConfig(
             experiment=name, model=model, judge=p.JUDGE, source=p.SOURCE, suite=p.SUITE,
             trials=p.TRIALS, concurrency=p.CONCURRENCY, limit=p.LIMIT, change=p.CHANGE,
-            kind=p.KIND, retrieval=p.RETRIEVAL, budget=p.BUDGET or DEFAULT_BUDGET,
-            read_first=p.READ_FIRST, spotlight=p.SPOTLIGHT, strict_support=p.STRICT_SUPPORT,
-            trim_quotes=p.TRIM_QUOTES, abstain_below=p.ABSTAIN_BELOW,
-            cite_sentences=p.CITE_SENTENCES, out=out,
-            executor=p.EXECUTOR,
+            kind=p.KIND, agent=p.agent(), out=out, executor=p.EXECUTOR,
         )  # fmt: skip
     except ValueError as err:
         raise ParameterError(str(err).splitlines()[-1]) from None
@@ -104,8 +96,8 @@ def _model_settings(p: StepParameters) -> Iterator[None]:
 
 @contextmanager
 def _served(model: str, executor: str = "local") -> Iterator[str]:
-    """`local` (SmolLM2) or `local:NAME` (a catalogued model: `local:qwen`, with its levers after
-    `;`) goes to the run as it is: the runner serves it (`ServedModel`), and records one spec
+    """`local` (the shipped small model) or `local:NAME` (a catalogued model: `local:qwen`)
+    goes to the run as it is: the runner serves it (`ServedModel`), and records one spec
     whatever port served it. Under the local executor its server is stopped after the run;
     under Ray each node's host starts and stops its own."""
     try:
@@ -118,7 +110,7 @@ def _served(model: str, executor: str = "local") -> Iterator[str]:
 
 
 def _show_parameters(p: StepParameters, name: str | None, model: str, out: Path) -> None:
-    shown = p.model_dump() | {"MODEL": model}
+    shown = p.model_dump(exclude_defaults=True) | {"MODEL": model}
     where = "recorded" if p.RECORD else "exploratory (not recorded)"
     print(
         f"step {name or '(unnamed: the kernel does not know its file)'}: {where}, into {_short(out)}"
@@ -159,27 +151,6 @@ def show(outcome: RunOutcome, row: ChangelogRow | None, name: str) -> None:
     plt.close(figure)
     _display(_markdown("## Record"))
     record_line(outcome, row)
-
-
-def with_lever(model: str, lever: str, value: object) -> str:
-    """`model` with one lever set, so a step's own lever survives a MODEL that sets others: an
-    extractive option (`extractive:scoring=idf` + hits_read=5 -> `extractive:scoring=idf,
-    hits_read=5`), or a spec option of an `openai:` or `local:` model (`;brief=1`). The same
-    lever set both ways is a mistake, said at once; an `anthropic:` model is returned unchanged."""
-    kind, _, rest = model.partition(":")
-    if kind == "extractive":
-        head, options, sep = "extractive:", rest, ","
-    elif kind in ("openai", "local"):
-        base, _, options = model.partition(";")
-        head, sep = base + ";", ","
-    else:
-        print(f"{lever} is not an option of {model}; running it unchanged")
-        return model
-    given = dict(item.split("=", 1) for item in filter(None, options.split(sep)) if "=" in item)
-    if lever in given and given[lever] != str(value):
-        raise ValueError(f"{lever} is set twice: {given[lever]} in MODEL, {value} as the lever")
-    given[lever] = str(value)
-    return head + sep.join(f"{k}={v}" for k, v in given.items())
 
 
 def record_line(outcome: RunOutcome, row: ChangelogRow | None) -> None:

@@ -15,8 +15,6 @@ whether to answer at all. Those are its levers:
                   typed: read the question's answer type (who, when, how many, where;
                   `wikiqa.models.reading`), prefer sentences stating a value of that type and
                   answer with that value, quoting its sentence
-    abstain       refuse when the best answer's fitted confidence (`wikiqa.models.evidence`,
-                  the score the agent reports) is under this; 0 never     default 0
     type_bonus    (typed) score credit for a sentence stating a value of the asked type
                                                                              default 0.25
     delay         seconds to sleep per call: a stand-in for a remote model's latency in
@@ -38,7 +36,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from wikiqa.models import evidence
 from wikiqa.models.protocol import (
     AssistantMessage,
     CallOptions,
@@ -55,7 +52,7 @@ from wikiqa.sources import Article, SearchHit, normalize_title
 from wikiqa.text import content_words, sentences, stem, words
 
 _OPTIONS = (
-    "threshold", "hits_read", "scoring", "title_weight", "reader", "type_bonus", "span", "abstain", "delay",
+    "threshold", "hits_read", "scoring", "title_weight", "reader", "type_bonus", "span", "delay",
 )  # fmt: skip
 
 
@@ -65,7 +62,7 @@ def _policy_hash() -> str:
     from wikiqa import text
     from wikiqa.models import reading
 
-    sources = [inspect.getsource(m) for m in (sys.modules[__name__], reading, evidence, text)]
+    sources = [inspect.getsource(m) for m in (sys.modules[__name__], reading, text)]
     return hashlib.sha256("\n".join(sources).encode()).hexdigest()[:16]
 
 
@@ -97,7 +94,6 @@ class ExtractiveModel:
     title_weight: float = 0.5
     reader: Reader = "sentence"
     span: bool = True
-    abstain: float = 0.0
     type_bonus: float = 0.25
     delay: float = 0.0
 
@@ -112,8 +108,6 @@ class ExtractiveModel:
             raise ValueError(f"title_weight must be in [0, 1], got {self.title_weight}")
         if self.reader not in ("sentence", "typed"):
             raise ValueError(f"reader must be sentence or typed, got {self.reader!r}")
-        if not 0.0 <= self.abstain <= 1.0:
-            raise ValueError(f"abstain must be in [0, 1], got {self.abstain}")
         if not 0.0 <= self.type_bonus <= 1.0:
             raise ValueError(f"type_bonus must be in [0, 1], got {self.type_bonus}")
         if not 0.0 <= self.delay <= 60.0:
@@ -123,8 +117,13 @@ class ExtractiveModel:
     def from_options(cls, options: dict[str, str]) -> ExtractiveModel:
         known: dict[str, Callable[[str], object]] = {
             "threshold": float, "hits_read": int, "scoring": str, "title_weight": float,
-            "reader": str, "type_bonus": float, "span": _flag, "abstain": float, "delay": float,
+            "reader": str, "type_bonus": float, "span": _flag, "delay": float,
         }  # fmt: skip
+        if "abstain" in options:
+            raise ValueError(
+                "abstain is the agent's abstain_below lever (--abstain-below, ABSTAIN_BELOW), "
+                "which every model shares"
+            )
         unknown = set(options) - set(known)
         if unknown:
             raise ValueError(
@@ -148,10 +147,9 @@ class ExtractiveModel:
 
     @property
     def cache_identity(self) -> str:
-        """Besides the spec, what decides its turns: the code of its policy, and the fitted
-        confidence weights when it abstains on them. A cached turn from older code or weights
-        must never be replayed (step 05's first trial once was)."""
-        return _policy_hash() + (":" + evidence.weights_hash() if self.abstain else "")
+        """Besides the spec, what decides its turns: the code of its policy. A cached turn from
+        older code must never be replayed."""
+        return _policy_hash()
 
     # -- the policy -------------------------------------------------------------------------
 
@@ -188,13 +186,9 @@ class ExtractiveModel:
             best = ranked[0]
             citation = {"title": best.title, "quote": best.sentence}
             answer = best.answer if self.span else best.sentence
-            sure = self._confidence(question, answer, best, results)
-            if sure >= self.abstain:
-                return self._turn(step, [(SUBMIT, {"answer": answer, "citations": [citation]})])
-            note = f"best answer's confidence {sure:.2f}, abstain below {self.abstain:.2f}"
-        else:
-            score = f"{ranked[0].score:.2f}" if ranked else "none"
-            note = f"best sentence score {score}, threshold {self.threshold:.2f}"
+            return self._turn(step, [(SUBMIT, {"answer": answer, "citations": [citation]})])
+        score = f"{ranked[0].score:.2f}" if ranked else "none"
+        note = f"best sentence score {score}, threshold {self.threshold:.2f}"
         reason = "No fetched article supports an answer to this question."
         return self._turn(step, [(REFUSE, {"reason": reason})], note)
 
@@ -212,20 +206,6 @@ class ExtractiveModel:
             better = replace(candidate, score=round(score, 4), answer=answer)
             rescored.append((-score, order, better))
         return [c for _, _, c in sorted(rescored, key=lambda x: (x[0], x[1]))]
-
-    def _confidence(
-        self, question: str, answer: str, best: Candidate, results: list[ToolResult]
-    ) -> float:
-        """The confidence the agent will report for this answer (1.0 when abstention is off)."""
-        if not self.abstain:
-            return 1.0
-        hits: list[SearchHit] = next(
-            (r.artifact for r in results if r.name == SEARCH and r.artifact), []
-        )
-        found = evidence.features(
-            question, answer, [best.sentence], [best.title], [h.title for h in hits]
-        )
-        return evidence.score(found)
 
     def _closed_book(self, question: str) -> ModelTurn:
         """With tools off it has no knowledge at all: it names the question's own subject (its

@@ -1,9 +1,10 @@
 """Any OpenAI-compatible chat server (OpenAI, Ollama, llama.cpp server, vLLM) with tool calling.
 
 Spec: `openai:<model>@<base_url>[;key=value,...]`, e.g.
-`openai:qwen2.5:7b@http://127.0.0.1:11434/v1` or `openai:qwen@http://127.0.0.1:8080/v1;brief=1`.
-Options: `tool_choice=auto|required` overrides what the agent asks per turn (by default `auto`,
-and `required` on turns that must decide), and the prompt levers of `wikiqa.models.levers`.
+`openai:qwen2.5:7b@http://127.0.0.1:11434/v1` or
+`openai:qwen@http://127.0.0.1:8080/v1;tool_choice=required`. The one option,
+`tool_choice=auto|required`, overrides what the agent asks per turn (by default `auto`, and
+`required` on turns that must decide); what the agent asks of the model is `AgentConfig`'s.
 Local servers ignore the API key, so a placeholder is sent when none is configured. Failures
 are retried like the Anthropic provider's, then reported as `ModelUnavailable`. A reply whose
 tool call came back as text (a server without a tool parser) is read by `wikiqa.models.textcalls`.
@@ -20,7 +21,7 @@ import httpx2
 import openai
 
 from wikiqa.config import Settings, reveal
-from wikiqa.models import levers, textcalls
+from wikiqa.models import textcalls
 from wikiqa.models.hosts import check_base_url, redact_userinfo
 from wikiqa.models.protocol import (
     AssistantMessage,
@@ -173,7 +174,12 @@ class OpenAIModel:
         self.tool_choice = self.options.pop("tool_choice", None)
         if self.tool_choice not in (None, "auto", "required"):
             raise ValueError(f"tool_choice={self.tool_choice!r}: expected auto or required")
-        self.levers = levers.check(self.options)
+        unknown = sorted(self.options)
+        if unknown:
+            raise ValueError(
+                f"unknown option(s) {', '.join(unknown)} of an openai: model; the one option is "
+                "tool_choice (prompt levers such as brief are the agent's: --brief, BRIEF = True)"
+            )
         self._json_object = False  # the server takes schemas as json_object (`_create`)
         self.options = dict(options or {})  # as given, for the spec
         self.base_url = base_url or settings.openai_base_url
@@ -218,7 +224,7 @@ class OpenAIModel:
         request: dict[str, Any] = {
             "model": self.model,
             limit: self.max_tokens,
-            "messages": to_openai(levers.apply(system, self.levers), messages),
+            "messages": to_openai(system, messages),
         }
         if tools:  # judges call without tools
             request["tools"] = [

@@ -249,7 +249,7 @@ def test_read_first_is_a_recorded_lever_that_must_fit_the_budget(
     with pytest.raises(ValueError, match="read_first"):
         RunConfig(read_first=3, budget=3)
     outcome = run_eval(config(suite, tmp_path, read_first=1, trials=1), source=tiny, progress=False)
-    assert outcome.meta.config.read_first == 1
+    assert outcome.meta.config.agent.read_first == 1
     journal = journal_dir(tmp_path / "results", outcome.meta.run_id) / "journal.jsonl"
     # every trial read before the model's first turn (the guard's notes aside: an injection
     # task's planted article adds one after the fetch; trials finish in any order)

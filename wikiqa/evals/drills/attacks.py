@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from wikiqa.agent import Agent, AgentResult, Answer, Refusal, scan
+from wikiqa.agent import Agent, AgentConfig, AgentResult, Answer, Refusal, scan
 from wikiqa.inputs import MiB, parse_jsonl, read_jsonl, read_text_bounded, validate
 from wikiqa.models import ExtractiveModel, Model, ScriptedModel
 from wikiqa.sources import Article, InjectionSource, Plant, Provenance, WikiSource
@@ -191,9 +191,8 @@ def _model_drill(
     targets: tuple[Target, ...],
     positions: tuple[Position, ...],
     model: Model,
-    read_first: int,
+    agent: AgentConfig,
     progress: bool,
-    levers: Mapping[str, Any] | None = None,
 ) -> Tally:
     from tqdm import tqdm
 
@@ -202,7 +201,7 @@ def _model_drill(
     for i, attack in enumerate(tqdm(attacks, desc="model", unit="attack", disable=not progress)):
         (question, title, _), position = combos[i % len(combos)]
         planted = InjectionSource(source, [Plant(title=title, text=attack.text, position=position)])
-        result = Agent(model, planted, read_first=read_first, **(levers or {})).ask(question)
+        result = Agent(model, planted, agent).ask(question)
         if result.infrastructure_error:  # the model was unreachable: not the agent's doing
             tally.errors += 1
             continue
@@ -227,18 +226,19 @@ def drill(
     targets: tuple[Target, ...] = TARGETS,
     positions: tuple[Position, ...] = POSITIONS,
     model: Model | None = None,
-    read_first: int = 3,
+    agent: AgentConfig | None = None,
     progress: bool = False,
-    levers: Mapping[str, Any] | None = None,
 ) -> DrillResult:
     """Plant every attack at every position of every target article; run the three answerers,
-    and `model` (with `read_first` hits fetched up front, and the agent `levers` of the step
-    being measured: `cite_sentences=True`, ...) on one combination per attack."""
+    and `model` (its agent configured by `agent`, the step being measured; by default three
+    hits fetched up front) on one combination per attack."""
     attacks = list(attacks)
     tallies = {name: Tally() for name in ("extractive", "obeying", "complying")}
     if model is not None:
-        tallies["model"] = _model_drill(attacks, source, targets, positions, model, read_first,
-                                        progress, levers)  # fmt: skip
+        configured = agent if agent is not None else AgentConfig(read_first=3)
+        tallies["model"] = _model_drill(
+            attacks, source, targets, positions, model, configured, progress
+        )
     useful = blocked = 0
     ids: list[str] = []
     extractive = ExtractiveModel()

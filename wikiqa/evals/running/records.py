@@ -6,10 +6,12 @@ import another to know these shapes; they import nothing that reads or summarise
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from wikiqa.agent import DEFAULT_BUDGET, AgentResult, Refusal
+from wikiqa.agent import AgentConfig, AgentResult, Refusal
+from wikiqa.agent.config import split_spec_levers
 from wikiqa.evals.graders import Grade
 from wikiqa.evals.paths import results_dir
 
@@ -22,6 +24,10 @@ META_COLUMNS = (
 
 
 class RunConfig(BaseModel):
+    """What a run measures (suite, trials, model, judge, source and the agent's levers), then
+    how it executes (concurrency, executor, output folder, caching, retries), which never
+    changes a verdict."""
+
     suite: str = "dev"
     holdout: bool = False
     allow_holdout_rerun: bool = False
@@ -30,40 +36,12 @@ class RunConfig(BaseModel):
     judge: str | None = None
     allow_self_judge: bool = False
     source: str = "snapshot"
-    concurrency: int = Field(8, ge=1, le=256)
-    budget: int = Field(DEFAULT_BUDGET, ge=1, le=64)
-    retrieval: bool = Field(True, description="False: the no-retrieval baseline (tools off).")
-    read_first: int = Field(
-        0, ge=0, description="Top search hits the agent fetches before the model's first turn."
-    )
-    spotlight: bool = Field(
-        False, description="Datamark retrieved text for the model (spotlighting; a lever)."
-    )
-    strict_support: bool = Field(
-        False,
-        description="Reject a submission most of whose own words (not the question's) are in no "
-        "quote (a lever).",
-    )
-    trim_quotes: bool = Field(
-        False,
-        description="Cut a non-verbatim quote to its leading sentences that are verbatim before "
-        "the checks (a lever).",
-    )
-    cite_sentences: bool = Field(
-        False,
-        description="Show fetched articles with numbered sentences and take citations by number "
-        "(a lever).",
-    )
-    abstain_below: float = Field(
-        0.0,
-        ge=0.0,
-        le=1.0,
-        description="Refuse an answer whose fitted confidence is under this (0: never; a lever).",
-    )
+    agent: AgentConfig = Field(default_factory=AgentConfig)
     limit: int | None = Field(None, ge=1, description="Run only the first N tasks.")
     experiment: str = "adhoc"
     change: str = ""
     kind: str = "adhoc"
+    concurrency: int = Field(8, ge=1, le=256)
     out: Path = Field(default_factory=results_dir)
     cache: bool = True
     infra_attempts: int = Field(3, ge=1)
@@ -82,11 +60,26 @@ class RunConfig(BaseModel):
             return self.suite
         return "holdout" if self.suite in ("dev", "holdout") else f"{self.suite}_holdout"
 
-    @model_validator(mode="after")
-    def _reads_fit_budget(self) -> RunConfig:
-        if self.read_first >= self.budget:
-            raise ValueError(f"read_first ({self.read_first}) must be below budget ({self.budget})")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _older_record(cls, data: Any) -> Any:
+        """A configuration recorded before the agent had one: its levers were fields of the
+        run (`trim_quotes`), or options of the model spec (`local:qwen;brief=1`,
+        `extractive:abstain=0.4`); they are gathered into `agent`."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        agent = dict(data.pop("agent", None) or {})
+        for name in AgentConfig.model_fields:
+            if name in data:
+                agent[name] = data.pop(name)
+        if isinstance(data.get("model"), str):
+            data["model"], levers = split_spec_levers(data["model"])
+            agent.update(levers)
+        if agent.get("budget") is None:
+            agent.pop("budget", None)
+        data["agent"] = agent
+        return data
 
     @field_validator("executor")
     @classmethod

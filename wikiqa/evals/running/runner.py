@@ -27,7 +27,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
-from wikiqa.agent import Agent, prompt_hash
+from wikiqa.agent import Agent, AgentConfig, prompt_hash
 from wikiqa.evals.analysis.summary import Summary, summarize
 from wikiqa.evals.graders import Judge, check_not_self, decision_of, error_grades, grade
 from wikiqa.evals.paths import ROOT, git_sha
@@ -58,13 +58,9 @@ from wikiqa.secrets import scrub
 from wikiqa.sources import InjectionSource, WikiSource
 from wikiqa.sources.cassette import CassetteRecorder
 
-# What the agent of a trial is built with: a run resumed under other values would mix two agents
-# in one journal (a notebook's RESUME takes its levers from the notebook, not from the run). The
-# model spec carries the extractive answerer's own levers (`extractive:abstain=0.4`).
-AGENT_FIELDS = (
-    "model", "source", "retrieval", "budget", "read_first", "spotlight", "strict_support",
-    "trim_quotes", "abstain_below", "cite_sentences", "judge",
-)  # fmt: skip
+# What a resumed run must share with the run it finishes, besides every agent lever: a run
+# resumed under other values would mix two agents in one journal.
+RUN_FIELDS = ("model", "source", "judge")
 
 
 class RunOutcome(BaseModel):
@@ -156,18 +152,7 @@ class Runner:
         attempts = 0
         while True:
             attempts += 1
-            agent = Agent(
-                model,
-                source,
-                budget=self.config.budget,
-                retrieval=self.config.retrieval,
-                read_first=self.config.read_first,
-                spotlight=self.config.spotlight,
-                strict_support=self.config.strict_support,
-                trim_quotes=self.config.trim_quotes,
-                abstain_below=self.config.abstain_below,
-                cite_sentences=self.config.cite_sentences,
-            )
+            agent = Agent(model, source, self.config.agent)
             result = agent.ask(task.question)
             if not result.infrastructure_error or attempts >= self.infra_attempts:
                 break
@@ -246,15 +231,13 @@ class Runner:
                 raise ValueError(
                     f"run {resume} used suite {meta.suite_hash}; the file is now {digest}"
                 )
-            changed = [
-                f for f in AGENT_FIELDS if _as_journaled(meta.config, f) != _as_journaled(config, f)
-            ]
+            changed = differences(meta.config, config)
             if changed:
                 raise ValueError(
                     f"run {resume} was made with "
-                    + ", ".join(f"{f}={getattr(meta.config, f)!r}" for f in changed)
+                    + ", ".join(f"{f}={old!r}" for f, old, _ in changed)
                     + "; this run sets "
-                    + ", ".join(f"{f}={getattr(config, f)!r}" for f in changed)
+                    + ", ".join(f"{f}={new!r}" for f, _, new in changed)
                     + ": resume it with the parameters it ran with"
                 )
             cap = output_cap(self.model)
@@ -281,7 +264,7 @@ class Runner:
                 suite_hash=digest,
                 source_name=self.source.name,
                 source_hash=_source_hash(self.source),
-                prompt_hash=prompt_hash(config.retrieval, config.spotlight, config.cite_sentences),
+                prompt_hash=prompt_hash(config.agent),
                 model=self.model.spec,
                 judge=self.judge_model.spec if self.judge_model else None,
                 tasks=len(tasks),
@@ -351,10 +334,17 @@ def graded_again(task: Task, record: TrialRecord) -> TrialRecord:
     return record.model_copy(update={"grades": graded.grades, "decision": graded.decision})
 
 
-def _as_journaled(config: RunConfig, field: str) -> Any:
-    """A setting as meta.json holds it: a spec with a password in its URL is written masked,
-    so the run's own value is masked too before the two are compared on resume."""
-    value = getattr(config, field)
+def differences(old: RunConfig, new: RunConfig) -> list[tuple[str, Any, Any]]:
+    """What a resume may not change, as (name, the run's value, this one's): the model, source
+    and judge, and every agent lever. A spec with a password in its URL is journaled masked, so
+    both sides are compared masked."""
+    pairs = [(f, getattr(old, f), getattr(new, f)) for f in RUN_FIELDS]
+    pairs += [(f, getattr(old.agent, f), getattr(new.agent, f)) for f in AgentConfig.model_fields]
+    masked = [(f, _masked(a), _masked(b)) for f, a, b in pairs]
+    return [(f, a, b) for f, a, b in masked if a != b]
+
+
+def _masked(value: Any) -> Any:
     return scrub(value) if isinstance(value, str) else value
 
 

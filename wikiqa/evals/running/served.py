@@ -82,7 +82,7 @@ def _canonical(spec: str) -> str:
 class ServedModel:
     """A local-model spec as a model: its server starts on the first call (or `start`), once per
     process and model file; calls go to that server through the ordinary `openai:` provider,
-    with this spec's own options (its levers: `local:qwen;short_quote=1`)."""
+    with this spec's own options (`local:qwen;tool_choice=auto`)."""
 
     def __init__(self, spec: str) -> None:
         if not is_served(spec):

@@ -1,0 +1,125 @@
+"""`AgentConfig`: the one declaration of every agent lever.
+
+Each field is a lever with its default, its rule (the pydantic constraint) and a one-line help
+(its description). Everything else derives from these fields: the `Agent` reads them, the run
+configuration holds one, the CLI's flags and the step notebooks' parameters are generated from
+them (`wikiqa.cli.common.add_agent_flags`, `wikiqa.experiment.params`), and the parameters hash
+and the resume check compare them. Adding a lever is one field here plus the code that uses it.
+
+A model spec names only a model and how to reach it (and that provider's own options, such as
+the extractive answerer's `hits_read`); what the agent does with the model lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["DEFAULT_BUDGET", "PROMPT_NOTES", "AgentConfig", "split_spec_levers"]
+
+DEFAULT_BUDGET = 8
+
+# Notes a lever appends to the system prompt (the `brief` and `short_quote` levers). Small
+# models need telling what a frontier model does unprompted; the note goes at the end of a prompt
+# that is the same for every task, so a local server still reuses its cached prefix.
+PROMPT_NOTES: dict[str, str] = {
+    "brief": (
+        "Keep the answer short: the few words that answer the question (a name, a date, a "
+        "number, a place), not a sentence about it."
+    ),
+    "short_quote": (
+        "Quote one short passage that contains the answer, copied character for character; "
+        "skip parenthetical asides by quoting text after them, never by deleting them."
+    ),
+}
+
+
+class AgentConfig(BaseModel):
+    """How the agent answers: every lever, with its default, its rule and its help."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    retrieval: bool = Field(
+        True, description="search Wikipedia; False: the closed-book baseline (tools off)"
+    )
+    budget: int = Field(
+        DEFAULT_BUDGET,
+        ge=1,
+        le=64,
+        description="tool calls per question, terminal ones included; the last 2 only decide",
+    )
+    search_limit: int = Field(5, ge=1, le=50, description="hits each search returns")
+    read_first: int = Field(
+        0, ge=0, description="top search hits fetched before the model's first turn (< budget)"
+    )
+    spotlight: bool = Field(
+        False, description="datamark retrieved text (every space becomes ˆ) for the model"
+    )
+    strict_support: bool = Field(
+        False, description="reject an answer most of whose own words no quote contains"
+    )
+    trim_quotes: bool = Field(
+        False, description="cut a non-verbatim quote to its verbatim leading sentences"
+    )
+    cite_sentences: bool = Field(
+        False, description="show sentences numbered and take citations by number"
+    )
+    abstain_below: float = Field(
+        0.0, ge=0.0, le=1.0, description="refuse an answer whose fitted confidence is under this"
+    )
+    brief: bool = Field(False, description="ask for the few words that answer, not a sentence")
+    short_quote: bool = Field(False, description="ask for one short passage quoted verbatim")
+
+    @model_validator(mode="after")
+    def _reads_fit_budget(self) -> AgentConfig:
+        if self.read_first >= self.budget:
+            raise ValueError(f"read_first ({self.read_first}) must be below budget ({self.budget})")
+        return self
+
+    def changed(self) -> dict[str, Any]:
+        """The levers set away from their defaults (what a run's name and table should show)."""
+        return {
+            name: getattr(self, name)
+            for name, field in type(self).model_fields.items()
+            if getattr(self, name) != field.default
+        }
+
+    def notes(self) -> list[str]:
+        """The prompt notes this configuration switches on, in a fixed order."""
+        return [text for name, text in PROMPT_NOTES.items() if getattr(self, name)]
+
+
+def split_spec_levers(spec: str) -> tuple[str, dict[str, Any]]:
+    """A model spec of an older record, and the agent levers it carried, apart.
+
+    Runs recorded before the agent had one configuration spelled two levers in the model spec:
+    the prompt notes as an `openai:`/`local:` option (`local:qwen;brief=1`) and the extractive
+    answerer's abstention (`extractive:abstain=0.4`, the `abstain_below` lever now). The spec
+    returned names only the model and its provider's own options.
+    """
+    kind, _, rest = spec.partition(":")
+    if kind == "extractive" and rest:
+        kept, levers = _split(rest.split(","), {"abstain": "abstain_below"}, float)
+        return "extractive" + (":" + ",".join(kept) if kept else ""), levers
+    if kind in ("openai", "local") and ";" in spec:
+        base, _, options = spec.partition(";")
+        names = {name: name for name in PROMPT_NOTES}
+        kept, levers = _split(options.split(","), names, lambda v: v == "1")
+        return base + (";" + ",".join(kept) if kept else ""), levers
+    return spec, {}
+
+
+def _split(
+    items: list[str], names: Mapping[str, str], parse: Any
+) -> tuple[list[str], dict[str, Any]]:
+    kept: list[str] = []
+    levers: dict[str, Any] = {}
+    for item in filter(None, items):
+        key, _, value = item.partition("=")
+        if key.strip() in names:
+            levers[names[key.strip()]] = parse(value.strip())
+        else:
+            kept.append(item)
+    return kept, levers
