@@ -15,7 +15,7 @@ The locked design (from the seed), and where each rule lives below:
   decide, because changing `tools` would invalidate the provider's cached prompt prefix.
 - Turns that must decide ask for a tool call (`CallOptions(tool_choice="required")`): after a
   plain-text reply (with the repair nudge), after a rejected submission, and in the closing
-  phase. Plain text is never a move in this loop, and small local models (Qwen2.5 1.5B) answer
+  phase. Plain text is never a move in this loop, and small local models answer
   in prose first; our llama.cpp server enforces the request with a grammar, other providers
   treat it as they treat `tool_choice`. Other turns stay free, so the model may still search.
 - A call that repeats one already made in this run is not run again; the model is told so

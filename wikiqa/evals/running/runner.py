@@ -189,7 +189,7 @@ class Runner:
         self, records: dict[tuple[str, int], TrialRecord], tasks: dict[str, Task]
     ) -> dict[tuple[str, int], TrialRecord]:
         """The journal's finished trials graded by this checkout's graders, so that a run
-        resumed across a grader change is one grader's, never a mix (a Qwen run spans sessions,
+        resumed across a grader change is one grader's, never a mix (a long run spans sessions,
         and the graders may change between them). The journal itself keeps what was graded
         then. A run with a judge keeps its journaled verdicts: grading again would call it."""
         if self.judge_model is not None:
