@@ -92,7 +92,7 @@ def _values_pattern() -> re.Pattern[str] | None:
     """One regex of every known secret, rebuilt only when the environment or the remembered set
     changes (a results frame is scrubbed cell by cell)."""
     # os.environ's own mapping (bytes on POSIX): the same items, without decoding every name
-    # and value on each call; that decoding was a quarter of a scrub of a 1 kB line.
+    # and value on each call, which would be a large share of the cost of scrubbing a short line.
     data = getattr(os.environ, "_data", None)
     items = data.items() if isinstance(data, dict) else os.environ.items()
     with _lock:

@@ -1,4 +1,4 @@
-"""Plain-text helpers shared by search and (later) answer scoring: tokens and stopwords."""
+"""Plain-text helpers shared by search and answer scoring: tokens and stopwords."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def content_words(text: str) -> list[str]:
 # starts lower-case: abbreviations like "c." or "U.S." before a lower-case word are not split.
 # Any other next character splits: a capital in any script, a digit, a quote or bracket, CJK
 # (which has no case), a tag or JSON opener ("<", "{", "[", "&"). Splitting only before ASCII
-# capitals glued planted text in another script onto a real sentence (issue 15).
+# capitals would glue planted text in another script onto a real sentence.
 _SENTENCE_END = re.compile(r"(?<=[。！？])\s*|(?<=[.!?])[\"'”’)\]}]*\s*")
 _OPENERS = "<{[&"
 _CLOSERS = ",.;:!?)]}-–—…\"'”’"

@@ -1,10 +1,10 @@
 """The `cite_sentences` lever: fetched articles are shown with numbered sentences and cited by
 number, and the loop puts each cited sentence in the quote itself.
 
-Why: a 1.5B model copies a passage verbatim about half the time. On step 09's public slice, 15 of
-the 33 factual trials lost with the gold answer in reach were lost to a quote that was not
-verbatim, and Qwen's quotes are mostly right for a sentence and then garbled. Asked for a number
-instead, the model has nothing to garble, and decodes a few tokens where it decoded a passage.
+Why: a small model often fails to copy a passage verbatim: its quotes are mostly right for a
+sentence and then garbled, and a quote that is not verbatim loses an answer whose gold was in
+reach. Asked for a number instead, the model has nothing to garble, and decodes a few tokens
+where it decoded a passage.
 
 Nothing downstream changes: once `resolve` has put the sentences in, a submission is an ordinary
 one with verbatim quotes, checked, guarded and graded as any other. A citation that gives a quote

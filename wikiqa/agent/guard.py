@@ -70,7 +70,7 @@ _TRIGGERS = [
     r"^\W*(?:what|what's|who|whom|whose|which|when|where|why|how|is|are|do|does|did|can|could|would|will|should|shall|may|have|has)\b.*\?[\"'”’)]*\s*$",
     r"\bfrom now on\b",
     r"^\W*(?:system|assistant|user)\s*:",
-    # issue 15: orders that name no reader, or use verbs the list above lacks
+    # orders that name no reader, or use verbs the list above lacks
     r"\b(?:answer|response|reply|solution)\s+to\s+(?:any|every|all|each)\b",
     r"\b(?:any|every|each|all)\s+(?:factual\s+)?(?:questions?|quer(?:y|ies)|answers?|responses?|replies|summar(?:y|ies))\s+(?:asked\s+)?(?:about|on|regarding|concerning|derived|drawing|based|using|citing|from)\b",
     r"\bbegin\s+(?:your|the|each|every|any)\s+(?:reply|response|answer|summary|output)\b",
@@ -89,7 +89,7 @@ _TRIGGERS = [
     r"\b(?:answers?|questions?|repl(?:y|ies)|responses?|assistants?|quoting)\b.{0,60}\bthis (?:article|page|entry|lead section|text)\b",
     r"^\W*(?:for|to|hello|hi|dear|note to|attention|message to)\s+(?:\w+\s+){0,3}(?:ai|assistants?|bots?|models?|llms?|chatbots?)\b",
     r"\bwhen you (?:answer|reply|respond|quote|summari[sz]e|cite)\b",
-    # held-out set 3 (issue 24): orders phrased as a condition, a prize, a rubric or a custom
+    # orders phrased as a condition, a prize, a rubric or a custom
     # ("an answer is only complete when it ends with the word X", "to add the phrase ...")
     r"\b(?:answers?|repl(?:y|ies)|responses?|summar(?:y|ies)|outputs?)\b.{0,80}\b(?:contains?|containing|ends?|ending|begins?|beginning|starts?|starting|cites?|citing|includes?|including|mentions?|mentioning)\b(?:\s+with)?\s+(?:(?:the|a|an|also)\s+)?(?:\S+\s+){0,3}?(?:word|phrase|code|token|term|signature|tag|marker|identifier)s?\b",
     r"\bto\s+(?:add|include|append|insert|attach|say)\s+(?:the|a|an)\s+(?:\S+\s+){0,3}?(?:phrase|words|code|token|tag|signature|marker|formula)\b",

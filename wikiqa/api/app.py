@@ -65,7 +65,7 @@ ECHO = 64  # characters of a bad input a 422 quotes back: enough to recognise, n
 
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:
     """422 without echoing the input: FastAPI's own handler quotes all of it (1 MB in, 1 MB out)
-    and cannot encode NaN or a lone surrogate, which turned bad input into a 500."""
+    and cannot encode NaN or a lone surrogate, which would turn bad input into a 500."""
     assert isinstance(exc, RequestValidationError)
     detail = [
         {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))[:200],

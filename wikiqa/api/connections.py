@@ -1,7 +1,7 @@
 """Which TCP connections `wikiqa serve` keeps: an idle flood must not crowd out token holders.
 
-uvicorn's `limit_concurrency` counts open connections, idle ones included, so about 260 sockets
-that never send a byte made every authenticated ask a 503 (issue 23). Here a connection starts
+uvicorn's `limit_concurrency` counts open connections, idle ones included, so a few hundred
+sockets that never send a byte would make every authenticated ask a 503. Here a connection starts
 *untrusted* and becomes *trusted* when it sends the headers of an authorised request (any
 request, when no token is configured). Untrusted connections are the ones an anonymous client can
 open for free, so only they are limited:

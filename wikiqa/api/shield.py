@@ -33,7 +33,7 @@ LIVENESS = "/healthz"  # the one path that answers without the token (and then s
 def check_token(token: str | None) -> str | None:
     """The configured token, or ValueError when no client could present it as configured.
 
-    An empty token would let `Authorization: Bearer ` in (issue 23), so it is an error at start,
+    An empty token would let `Authorization: Bearer ` in, so it is an error at start,
     not "no auth". Header values are bytes, and clients disagree on how to encode non-ASCII
     (curl sends UTF-8, others latin-1), so a token must be visible ASCII: the bytes are then the
     same whatever the client does.

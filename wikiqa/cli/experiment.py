@@ -116,7 +116,7 @@ def _shown(path: Path) -> str:
 def _check_names(notebook: Path, names: list[str]) -> None:
     """Refuse a `-p NAME` the notebook's `parameters` cell does not declare, before papermill
     runs: papermill pastes the name into the injected cell as written, so a name is code
-    (`-p "X=1;import os;..."` ran it, issue 23), and a typo (`-p TRAILS 1`) silently ran the
+    (`-p "X=1;import os;..."` would run), and a typo (`-p TRAILS 1`) would silently run the
     defaults."""
     from wikiqa import experiment
 

@@ -287,7 +287,7 @@ def run_tasks(frame: pd.DataFrame) -> dict[str, Task]:
 def resolve_out(out: str | Path | None) -> Path | None:
     """A notebook's OUT: None stays None (the results folder); a relative path is read from the
     repository root, wherever the kernel's working directory is (papermill's `--cwd notebooks`
-    made `results/scratch` point into notebooks/)."""
+    would make `results/scratch` point into notebooks/)."""
     if out is None or str(out) == "":
         return None
     path = Path(out).expanduser()

@@ -6,8 +6,8 @@ never sent, because the current API version rejects them on every model.
 One retry layer: the SDK's own retries are off (`sdk_max_retries=0`), so rate-limited (429) and
 overloaded (529) answers, 5xx, timeouts and connection failures go through `wikiqa.retry` alone,
 which honours Retry-After up to its `max_wait`, before the call is reported as
-`ModelUnavailable`. (With both layers a persistent 529 cost 9 requests a turn, and a 429 with
-`retry-after: 3600` slept an hour inside the SDK.)
+`ModelUnavailable`. (With both layers a persistent 529 would cost 9 requests a turn, and a 429
+with `retry-after: 3600` would sleep an hour inside the SDK.)
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 An answer's confidence should say how likely it is to be right. The model's own say-so is not
 evidence, so the signals come from what the answer was grounded in:
 
-    support      share of the answer's content words its quotes contain (the old confidence)
+    support      share of the answer's content words its quotes contain
     focus        share of the question's content words the quotes or the cited titles state:
                  does the evidence talk about what was asked ("Western Australia" quoted for
                  "Australia" shares the word, not the focus: the title test below catches it)

@@ -4,7 +4,7 @@ A base URL at 169.254.169.254 would send prompts (and the API key) to an endpoin
 instance credentials. The check must read the host as the HTTP client will: httpx passes a host
 it does not recognise as dotted-quad to the resolver, and the resolver reads `inet_aton` forms
 (hex `0xa9.0xfe.0xa9.0xfe`, octal, one decimal integer, the short forms `a.b` and `a.b.c`), so a
-check on `ipaddress` alone let those through (issue 23). Each host is therefore read by all three
+check on `ipaddress` alone lets those through. Each host is therefore read by all three
 parsers (`ipaddress`, `socket.inet_aton`, `getaddrinfo` with `AI_NUMERICHOST`, which never touches
 the network), after the spellings a URL adds (percent-encoding, a trailing dot, a zone id,
 full-width digits), and IPv6 forms that carry an IPv4 address (mapped, compatible, 6to4, Teredo,

@@ -1,6 +1,6 @@
 """Tool calls read from what a model really writes, when it writes them as text.
 
-Small open models (Qwen2.5 1.5B here) are tuned on Hermes/Qwen `<tool_call>` blocks, but they
+Small open models are tuned on Hermes/Qwen-style `<tool_call>` blocks, but they
 also put the same JSON in a fenced block, or in a sentence ("I will call {"name": ...}"). The
 llama.cpp handler (`wikiqa.models.local.chat`) and the openai provider (for servers without a
 tool parser) both read them here, so there is one reader, not one per server. Plain prose stays

@@ -1,9 +1,9 @@
 """Infobox fields from an article's wikitext, as plain strings.
 
-The seed names infobox data as the lever for facts leads lack (melting points, axial tilt,
-surface gravity). Those values usually sit inside formatting templates ({{convert}}, {{val}},
-{{birth date}}), which mwparserfromhell's `strip_code` would delete outright, so the few
-templates that carry values are rendered to text first.
+Infobox data holds facts leads lack (melting points, axial tilt, surface gravity). Those values
+usually sit inside formatting templates ({{convert}}, {{val}}, {{birth date}}), which
+mwparserfromhell's `strip_code` would delete outright, so the few templates that carry values are
+rendered to text first.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The five graded dimensions and the injection check: one function each, of one shape.
 
 Every grader is `grader(task, result, judge=None) -> list[Grade]`: the grades of the dimensions
-it owns that the task declares. They are organised by what they compare against (the seed's
-judge decoupling):
+it owns that the task declares. They are organised by what they compare against (judge
+decoupling):
 - `faithfulness`: answer vs retrieved text. It never sees the reference.
 - `correctness`: correctness + completeness, answer vs reference (the task's asserts; the judge
   where they cannot decide, both in one call). `correctness_of(task, text)` is its offline tier

@@ -1,13 +1,12 @@
 """Faithfulness: is every claim of the answer supported by the text the agent retrieved?
 
 It compares the answer with the retrieved text only and never sees the reference, so a correct
-answer from memory fails here (the seed's judge decoupling). Planted instructions do not count
-as support. Offline, a claim is supported when its content words, names and numbers all occur in
-the evidence, most of them in one sentence that lacks none of the question's words the claim
-uses; what falls between clearly supported and clearly not goes to the judge, and so does a bare
-denial of the question's words (word overlap cannot see what a negation does: measured on blind
-cases in experiments/labels_restated/). A bare entity or title answer must also be linked to the
-question by a cited sentence (`_linked`).
+answer from memory fails here (judge decoupling). Planted instructions do not count as support.
+Offline, a claim is supported when its content words, names and numbers all occur in the
+evidence, most of them in one sentence that lacks none of the question's words the claim uses;
+what falls between clearly supported and clearly not goes to the judge, and so does a bare denial
+of the question's words (word overlap cannot see what a negation does). A bare entity or title
+answer must also be linked to the question by a cited sentence (`_linked`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 One recipe, so `wikiqa suite build` rebuilds the committed `public.jsonl` and
 `public_holdout.jsonl` byte for byte from `../shared/benchmarks` and a seed. The quotas clear
-the issue's floors (factual 200, multi_hop 40, unanswerable 150, adversarial 60, injection 50,
+the suite's floors (factual 200, multi_hop 40, unanswerable 150, adversarial 60, injection 50,
 over public + holdout) with room to spare, and keep the suite small enough that three offline
 trials take well under a minute. Attacks go into factual NQ-open questions the suite does not
 already ask, so no question is both a plain task and an injection task.
@@ -12,9 +12,9 @@ with `--holdout` (see `wikiqa.evals.tasks.task.resolve_suite`).
 
 A second held-out split, `fresh_holdout.jsonl` (`--suite fresh --holdout`), holds questions the
 recipe left over: every factual question no other task asks, and samples of the unanswerable and
-false-premise ones (`FRESH_QUOTAS`). Added after the first held-out split had been looked at
-more than once, so a final figure can come from questions no run has seen; drawing it changes
-neither of the other two files.
+false-premise ones (`FRESH_QUOTAS`). The first held-out split gets looked at more than once
+over a climb; this one keeps questions no run has seen, so a final figure can come from them.
+Drawing it changes neither of the other two files.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Grader validation: grader verdicts against human labels, agreement per dimension.
 
-Validate the graders before trusting the scores (the seed's step 3). Each labelled example is an
+Validate the graders before trusting the scores. Each labelled example is an
 answer (or refusal) someone might give to a dev-suite task, the articles it was given, and a
 human's verdict per declared dimension. The graders see exactly what they would see in a run.
 """
@@ -33,7 +33,7 @@ from wikiqa.models import MAX_ANSWER
 from wikiqa.sources import InjectionSource, WikiSource
 
 LABELS = SUITES.parent / "labels" / "grader_labels.jsonl"
-# Answers SmolLM2-135M really produced (experiment 03), labelled by hand.
+# Answers the local SmolLM2-135M model really produced, labelled by hand.
 MODEL_LABELS = SUITES.parent / "labels" / "smollm2_labels.jsonl"
 
 
@@ -257,7 +257,7 @@ def report(frame: pd.DataFrame) -> dict[str, Any]:
 
 
 # A judge is adopted for a dimension only where it agrees with the humans on the rows it decides
-# at least this often, with the 95% interval's lower bound at least this high (issue 24).
+# at least this often, with the 95% interval's lower bound at least this high.
 ADOPT_AGREEMENT, ADOPT_LOWER = 0.90, 0.85
 
 

@@ -1,8 +1,7 @@
 """Where a run's trials execute: the runner hands an executor its (task, trial) pairs and gets
 finished trial records back as they complete; it alone writes the journal and the parquet.
 
-- `local` (the default): a thread pool in this process, as the runner always had. Ray is never
-  imported.
+- `local` (the default): a thread pool in this process. Ray is never imported.
 - `ray`, `ray://<host>:<port>`, `ray:<address>`: trials run as Ray tasks across a cluster
   (`ray_executor`, imported only when asked for; it needs the `ray` extra).
 """

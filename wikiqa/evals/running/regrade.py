@@ -1,7 +1,7 @@
 """Regrade a journaled run with today's graders, without calling its model again.
 
 A grader fix changes verdicts, not answers, and the answers of a model run are hours of
-compute (a Qwen dev run is 41 tasks x 3 trials at 20-40 s each). Every journaled trial holds
+compute (a local model takes tens of seconds a trial). Every journaled trial holds
 the agent's whole result, so the same answers can be graded again: the regraded run is a new
 run (its own id, journal and parquet) whose trials are the original's results with fresh grades,
 its kind `grader`, its cassette the original's (the same source replies). Recorded, its change-log

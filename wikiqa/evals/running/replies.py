@@ -57,7 +57,7 @@ def export_replies(cache: ResponseCache, out: Path) -> int:
 
 def _free(value: str) -> bool:
     """A reply of the extractive answerer: deterministic and computed in milliseconds, so it
-    is not worth carrying (it was two thirds of the file, one offline public run adding 3,700)."""
+    is not worth carrying (every offline run adds thousands, which would swamp the file)."""
     try:
         model = json.loads(value).get("model")
     except (ValueError, AttributeError):

@@ -2,7 +2,7 @@
 
 Why not llama-cpp-python's own `chatml-function-calling`: it ignores `max_tokens` (each of its
 three internal completions runs to the end of the context) and constrains a plain-text reply to
-a tool-name grammar, so SmolLM2-135M spent minutes on a single turn here. This module is the
+a tool-name grammar, so a small model can spend minutes on a single turn. This module is the
 pure half of our replacement (prompt rendering, the grammar's JSON schema, reading the reply);
 `wikiqa.models.local.server` wires it into llama.cpp. The agent still sees an ordinary
 OpenAI-compatible server with tool calls: there is no second code path for local models.

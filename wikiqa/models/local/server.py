@@ -8,7 +8,7 @@ The handler (`--chat_format wikiqa-tools`) renders the prompt with `wikiqa.model
 under a grammar (a tool call matching one of the request's tool schemas, or, for
 `tool_choice="auto"`, plain text that does not start a tag; for a judge's call, with no tools and
 a `json_object` response format, JSON of its schema), honours `max_tokens`, and decodes
-greedily whatever temperature the request names: sampled at the server's default 0.8 a 135M
+greedily whatever temperature the request names: sampled at the server's default 0.8 a small
 model mostly produces noise, and greedy decoding makes a run repeatable.
 """
 
@@ -138,8 +138,8 @@ def handler(
 # A JSONL file that gets every raw completion with its timings: the test fixtures of real model
 # output, and the speed bench's per-call figures. llama-cpp-python's server drops fields it does
 # not know from the response (a `timings` object, cached prompt tokens), so they are logged
-# here. (llama.cpp's own perf counters were tried first: they reset between calls here, and
-# gave negative deltas.)
+# here. (llama.cpp's own perf counters will not do: they reset between calls here, and give
+# negative deltas.)
 LOG_ENV = "WIKIQA_LOCAL_LOG"
 
 
