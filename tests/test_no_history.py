@@ -29,9 +29,7 @@ PATTERNS = {
 # longer hits fails `test_the_allow_list_holds_only_what_still_hits`); the list is meant to end
 # empty.
 ALLOWED: set[tuple[str, str]] = {
-    ("wikiqa/bench/load.py", "issue"),  # "(issue 23)", line 5
     ("wikiqa/bench/snapping.py", "step"),  # "Qwen, step 09: 63 of 239", "step 16's", lines 3, 21
-    ("wikiqa/models/extractive.py", "step"),  # "(step 05's first trial once was)", line 153
 }
 
 

@@ -1,6 +1,6 @@
 """The agent loop: one question in, a grounded answer or an honest refusal out.
 
-The locked design (from the seed), and where each rule lives below:
+The design, and where each rule lives below:
 - Always retrieve: the loop itself searches with the question before the model's first turn
   (`_loop`), and refuses without a model call when that search finds nothing. With
   `read_first=N` it also fetches the top N hits, so a model too weak to choose what to read still

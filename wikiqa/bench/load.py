@@ -2,7 +2,7 @@
 
 The server runs as users run it (`wikiqa serve`, a token set), with `idle` unauthenticated
 sockets held open throughout that never send a byte (re-opened as soon as the server drops one):
-the token holders' requests must keep getting 200 while the flood runs (issue 23).
+the token holders' requests must keep getting 200 while the flood runs.
 """
 
 from __future__ import annotations
