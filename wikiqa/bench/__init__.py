@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from wikiqa.bench.ask import bench_ask
 from wikiqa.bench.eval import bench_eval
-from wikiqa.bench.injection import bench_injection
 from wikiqa.bench.load import bench_load
 from wikiqa.bench.local import bench_local
 from wikiqa.bench.main import main
 from wikiqa.bench.public import bench_public
 from wikiqa.bench.reading import bench_reading
 from wikiqa.bench.sources import SearchPair, bench_sources, latency_queries, load_pairs, recall_at
+from wikiqa.evals.drills.injection import bench_injection
 
 __all__ = [
     "SearchPair",

@@ -15,8 +15,6 @@ from wikiqa.bench.ask import bench_ask
 from wikiqa.bench.cassette import bench_cassette
 from wikiqa.bench.cassette import report as cassette_report
 from wikiqa.bench.eval import bench_eval
-from wikiqa.bench.injection import bench_injection
-from wikiqa.bench.injection import report as injection_report
 from wikiqa.bench.load import bench_load
 from wikiqa.bench.local import bench_local
 from wikiqa.bench.local import report as local_report
@@ -30,6 +28,8 @@ from wikiqa.bench.scale import bench_scale
 from wikiqa.bench.snapping import bench_snapping
 from wikiqa.bench.snapping import report as snapping_report
 from wikiqa.bench.sources import bench_sources
+from wikiqa.evals.drills.injection import bench_injection
+from wikiqa.evals.drills.injection import report as injection_report
 from wikiqa.secrets import scrubbed_output
 
 
