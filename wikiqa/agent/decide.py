@@ -225,8 +225,7 @@ def abstained(
 ) -> Refusal:
     """The `abstain_below` lever: an answer that passed every check but scores under the
     threshold becomes a refusal (with confidence 0 and no signals, as every refusal). What it
-    would have said, its signals and its score stay in the trace, for a reader of the run (the
-    `abstaining` replay starts from a run without the lever instead, and refuses one with it)."""
+    would have said, its signals and its score stay in the trace, for a reader of the run."""
     state.event(
         "decision",
         f"abstained: confidence {score:.3f} under {below:.3f}",

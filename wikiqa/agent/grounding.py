@@ -111,8 +111,8 @@ def trimmed(citation: CitationArg, fetched: Fetched) -> CitationArg | None:
 
 def repaired(citations: list[CitationArg], fetched: Fetched, repair: Repair) -> list[CitationArg]:
     """Each citation the verbatim check rejects replaced by `repair`'s version, where it has
-    one (the same object otherwise). The loop's `trim_quotes` lever and the replays of recorded
-    runs (`wikiqa.bench.snapping`) both go through here, so a replay repairs as the agent does."""
+    one (the same object otherwise). The loop's `trim_quotes` lever and the readers of recorded
+    runs (`wikiqa.experiment.losses`) both go through here, so a reader repairs as the agent did."""
     return [
         c if not citation_problems([c], fetched) else repair(c, fetched) or c for c in citations
     ]

@@ -9,27 +9,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from wikiqa.bench.abstaining import bench_abstaining
-from wikiqa.bench.abstaining import report as abstaining_report
 from wikiqa.bench.ask import bench_ask
 from wikiqa.bench.cassette import bench_cassette
 from wikiqa.bench.cassette import report as cassette_report
 from wikiqa.bench.eval import bench_eval
-from wikiqa.bench.injection import bench_injection
-from wikiqa.bench.injection import report as injection_report
 from wikiqa.bench.load import bench_load
 from wikiqa.bench.local import bench_local
 from wikiqa.bench.local import report as local_report
 from wikiqa.bench.public import bench_public
-from wikiqa.bench.reading import bench_reading
-from wikiqa.bench.reading import report as reading_report
 from wikiqa.bench.report import line, report_ask, report_eval, report_sources
-from wikiqa.bench.run_reading import bench_run_reading
-from wikiqa.bench.run_reading import report as run_reading_report
 from wikiqa.bench.scale import bench_scale
-from wikiqa.bench.snapping import bench_snapping
-from wikiqa.bench.snapping import report as snapping_report
 from wikiqa.bench.sources import bench_sources
+from wikiqa.evals.drills.injection import bench_injection
+from wikiqa.evals.drills.injection import report as injection_report
 from wikiqa.secrets import scrubbed_output
 
 
@@ -42,14 +34,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "ask",
             "eval",
             "public",
-            "reading",
             "injection",
             "load",
             "local",
             "cassette",
             "scale",
-            "snapping",
-            "abstaining",
         ],
     )
     parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
@@ -77,12 +66,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--pairs", type=Path, help="JSONL of {question, titles} (default: bundled)")
     parser.add_argument(
-        "--suite",
-        dest="suite_name",
-        default="public",
-        help="reading: the suite (dev, public or a path; no holdout)",
-    )
-    parser.add_argument(
         "--model", default="smollm2", help="local: a model name (smollm2, qwen, qwen-0.5b)"
     )
     parser.add_argument("--questions", type=int, default=8, help="local: dev questions")
@@ -104,16 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0.0,
         metavar="T",
         help="injection --answerer: the agent's abstain_below lever (default 0: off)",
-    )
-    parser.add_argument(
-        "--journal",
-        type=Path,
-        help="snapping, reading, abstaining: a run's journal folder (results/journals/RUN_ID) to "
-        "replay quote repair on (snapping), to read where its correct answers were lost "
-        "(reading), or to replay the abstain_below lever on (abstaining)",
-    )
-    parser.add_argument(
-        "--below", type=float, default=0.4, help="abstaining: the threshold (default 0.4)"
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
@@ -155,12 +128,6 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     elif args.suite == "cassette":
         figures = bench_cassette()
         report = cassette_report(figures)
-    elif args.suite == "reading" and args.journal is not None:
-        figures = bench_run_reading(args.journal)
-        report = run_reading_report(figures)
-    elif args.suite == "reading":
-        figures = bench_reading(args.suite_name)
-        report = reading_report(figures, args.suite_name)
     elif args.suite == "load":
         figures = bench_load(args.clients, args.seconds, args.idle)
         report = "load (wikiqa serve with a token, offline, loopback, idle flood running)\n"
@@ -175,16 +142,6 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             args.model, args.questions, args.read_first, args.options, _switches(args)
         )
         report = local_report(figures)
-    elif args.suite == "snapping":
-        if args.journal is None:
-            raise ValueError("snapping needs --journal results/journals/RUN_ID")
-        figures = bench_snapping(args.journal)
-        report = snapping_report(figures)
-    elif args.suite == "abstaining":
-        if args.journal is None:
-            raise ValueError("abstaining needs --journal results/journals/RUN_ID")
-        figures = bench_abstaining(args.journal, args.below)
-        report = abstaining_report(figures)
     elif args.suite == "scale":
         figures = bench_scale()
         report = (

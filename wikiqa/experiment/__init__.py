@@ -3,11 +3,13 @@
 The notebooks in `experiments/` and `notebooks/` stay short because everything they reuse lives
 here (and is unit-tested here), and `wikiqa experiment run` drives them through papermill:
 `params` (every step's common parameters and their rules), `step` (run, show, record a step),
-`views` (read runs back and compare them), `tables` and `charts` (what a reader sees),
+`views` (read runs back and compare them), `losses` (where a run's answerable trials lost the
+gold answer, stage by stage, read from its journal), `tables` and `charts` (what a reader sees),
 `notebooks` (which step is current, grids, execution).
 """
 
 from wikiqa.experiment.charts import plot, plot_climb, plot_risk_coverage, rates
+from wikiqa.experiment.losses import losses_by_stage, losses_text
 from wikiqa.experiment.notebooks import (
     EXPERIMENTS,
     STEP_CALL,
@@ -62,6 +64,8 @@ __all__ = [
     "grid",
     "latest_pair",
     "load_run",
+    "losses_by_stage",
+    "losses_text",
     "missing_extra",
     "model_figures",
     "parameters",

@@ -171,7 +171,7 @@ def test_the_real_answerer_runs_with_the_levers_of_the_step_measured(
 
 
 def test_the_bench_refuses_levers_it_cannot_apply_before_any_model_starts() -> None:
-    from wikiqa.bench.injection import bench_injection
+    from wikiqa.evals.drills.injection import bench_injection
 
     with pytest.raises(ValueError, match="unknown agent levers: spotlight"):
         bench_injection(None, answerer="local:qwen", levers={"spotlight": True})

@@ -58,8 +58,8 @@ def correctness(task: Task, result: AgentResult, judge: Judge | None = None) -> 
 
 
 def correctness_of(task: Task, text: str) -> Grade:
-    """The offline tier's correctness verdict on one answer text (no judge): also what the
-    `reading` benchmark grades candidate sentences with."""
+    """The offline tier's correctness verdict on one answer text (no judge): also what a
+    reader of a recorded run grades its answers with, without the run's judge."""
     negative = [s for s in task.asserts if asserts.is_negative(s)]
     contradicting = [s for s in negative if not asserts.check(s, text)[0]]
     if contradicting:

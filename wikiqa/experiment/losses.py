@@ -1,0 +1,204 @@
+"""Losses by stage: where a recorded run's answerable trials lost the gold answer.
+
+Read from the run's journal alone, without a model call, so it works for any model and for a
+run cut off halfway. For each trial of an answerable factual task (injection tasks and trials
+lost to infrastructure errors left out):
+
+    retrieved   an expected source is among the articles the agent fetched
+    in reach    a sentence of what it fetched states a gold alias (loose: a short alias such as
+                "4" is stated by sentences that do not answer)
+    proposed    one of the model's proposals states a gold alias (read from the trace, so a
+                submission the loop rejected counts), and whether that alias was in reach (else
+                the model stated it from memory)
+    outcome     what the trial returned, graded by the offline tier: correct, incorrect,
+                undecided (left to a judge), or not attempted (a refusal)
+
+Each trial ending incorrect or not attempted is then put down to one cause, apart for the gold
+in reach or not: the model proposed the gold but its quote was not verbatim (`citation_problems`)
+or its answer was not in its quotes (`support_problems`), each check as the run ran it (its
+`strict_support`, its `trim_quotes`); it passed both and still did not end correct; or the
+model never proposed the gold (it read the text wrong, or refused). The first two are losses to
+the grounding checks, the last the reader's: which dominates says whether the next lever belongs
+to the checks or to the model. Counts are per trial; `losses_text` prints each with its 95%
+Wilson interval.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from wikiqa.agent import Answer, quotable_text
+from wikiqa.agent.decide import support_problems
+from wikiqa.agent.grounding import Fetched, citation_problems, repaired, trimmed
+from wikiqa.evals import journal_dir, results_dir
+from wikiqa.evals.analysis.stats import count_text
+from wikiqa.evals.graders import correctness_of
+from wikiqa.evals.graders.aliases import stated
+from wikiqa.evals.labels.validation import LabelledExample, proposals
+from wikiqa.evals.paths import ROOT
+from wikiqa.evals.running.journal import Journal
+from wikiqa.evals.running.records import RunMeta
+from wikiqa.evals.tasks.task import Task, load_tasks
+from wikiqa.models import CitationArg, SubmitArgs
+from wikiqa.sources import SnapshotSource, WikiSource
+from wikiqa.text import sentences
+
+OUTCOMES = ("correct", "incorrect", "undecided", "not_attempted")
+CAUSES = ("quote_not_verbatim", "answer_not_in_quotes", "passed_checks", "never_proposed")
+
+
+def losses_by_stage(
+    run: str | Path, source: WikiSource | None = None, out: Path | None = None
+) -> dict[str, Any]:
+    """The stage counts over a run's answerable factual trials (see the module docstring).
+
+    `run` is a run id (its journal looked up under the results folder `out`, then its scratch
+    area) or a journal folder (`results/journals/RUN_ID`, or its `journal.jsonl`); `source` is
+    the run's source (default: the shipped snapshot)."""
+    path, meta, tasks = _run_journal(_journal_folder(run, out))
+    source = source if source is not None else SnapshotSource()
+    by_trial: dict[tuple[str, int], list[LabelledExample]] = defaultdict(list)
+    for example in proposals(path):
+        by_trial[(example.task_id, _trial_of(example))].append(example)
+    counts: Counter[str] = Counter()
+    lost: dict[str, Counter[str]] = {"in_reach": Counter(), "out_of_reach": Counter()}
+    for (task_id, trial), record in sorted(Journal(path).read().items()):
+        task = tasks.get(task_id)
+        if task is None:
+            raise ValueError(f"{path}: task {task_id!r} is not in the run's suite")
+        answerable = task.category == "factual" and task.answers and not task.should_refuse
+        if not answerable or task.injection is not None or record.failed:
+            continue
+        fetched = [
+            str(e.detail["title"])
+            for e in record.result.trace
+            if e.kind == "fetch" and "revision_id" in e.detail
+        ]
+        reach = _in_reach(task, list(dict.fromkeys(fetched)), source)
+        gold = next(
+            (
+                ex
+                for ex in by_trial[(task_id, trial)]
+                if isinstance(ex.answer, Answer) and stated(ex.answer.text, task.answers)
+            ),
+            None,
+        )
+        output = record.result.output
+        outcome = (
+            _offline_outcome(task, output.text) if isinstance(output, Answer) else "not_attempted"
+        )
+        counts["trials"] += 1
+        counts["expected_fetched"] += bool(set(task.expected_sources) & set(fetched))
+        counts["in_reach"] += reach
+        counts["gold_proposed"] += gold is not None
+        counts["gold_proposed_out_of_reach"] += gold is not None and not reach
+        counts[outcome] += 1
+        if outcome in ("incorrect", "not_attempted"):
+            side = "in_reach" if reach else "out_of_reach"
+            lost[side][_cause(gold, task, source, meta)] += 1
+    return {
+        "journal": str(path),
+        "run_id": meta.run_id,
+        "model": meta.model,
+        **{k: counts[k] for k in ("trials", "expected_fetched", "in_reach", "gold_proposed")},
+        "gold_proposed_out_of_reach": counts["gold_proposed_out_of_reach"],
+        "outcomes": {k: counts[k] for k in OUTCOMES},
+        "lost": {side: {k: found[k] for k in CAUSES} for side, found in lost.items()},
+    }
+
+
+def losses_text(figures: dict[str, Any]) -> str:
+    """One line per stage, then the trials ending incorrect or not attempted, by cause."""
+    n = figures["trials"]
+    lines = [
+        f"losses by stage, from the journal of {figures['run_id']} ({figures['model']}): {n} "
+        "trials of answerable factual tasks",
+        f"  retrieval: an expected source fetched      {count_text(figures['expected_fetched'], n)}",
+        f"  reach: a fetched sentence states an alias   {count_text(figures['in_reach'], n)}",
+        f"  a proposal states an alias                  {count_text(figures['gold_proposed'], n)}",
+        f"    ... not in what was fetched (from memory) {figures['gold_proposed_out_of_reach']}",
+        "  outcome: "
+        + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in figures["outcomes"].items()),
+    ]
+    for side, found in figures["lost"].items():
+        total = sum(found.values())
+        lines.append(
+            f"  incorrect or not attempted, the gold {side.replace('_', ' ')}: {total} trials"
+        )
+        for cause, count in found.items():
+            lines.append(f"    {cause.replace('_', ' '):<22} {count_text(count, total)}")
+    return "\n".join(lines)
+
+
+def _journal_folder(run: str | Path, out: Path | None) -> Path:
+    """The journal folder `run` names: a path that exists, else a run id under `out`."""
+    path = Path(run)
+    if path.exists():
+        return path if path.is_dir() else path.parent
+    base = out or results_dir()
+    places = [journal_dir(base, str(run)), journal_dir(base / "scratch", str(run))]
+    for folder in places:
+        if folder.is_dir():
+            return folder
+    raise ValueError(f"no journal of run {str(run)!r} in {places[0].parent} or {places[1].parent}")
+
+
+def _run_journal(folder: Path) -> tuple[Path, RunMeta, dict[str, Task]]:
+    """The run's journal file, its recorded metadata, and the tasks of the suite it ran, by id.
+    A committed journal names its suite relative to the repository, so that is where a relative
+    path is looked up."""
+    meta_path = folder / "meta.json"
+    if not meta_path.is_file():
+        raise ValueError(f"{folder}: no meta.json (not a run's journal folder)")
+    meta = RunMeta.model_validate_json(meta_path.read_text(encoding="utf-8"))
+    suite = Path(meta.suite_path)
+    suite = suite if suite.is_absolute() else ROOT / suite
+    return folder / "journal.jsonl", meta, {t.id: t for t in load_tasks(suite)}
+
+
+def _trial_of(example: LabelledExample) -> int:
+    """The trial a proposal was made in (its id is `TASK-tTRIAL-N`, see `proposals`)."""
+    return int(example.id.rpartition("-t")[2].split("-")[0])
+
+
+def _in_reach(task: Task, titles: list[str], source: WikiSource) -> bool:
+    for title in titles:
+        article = source.get_article(title)
+        if article is not None and any(
+            stated(s, task.answers) for s in sentences(quotable_text(article))
+        ):
+            return True
+    return False
+
+
+def _offline_outcome(task: Task, text: str) -> str:
+    """The offline tier's SimpleQA outcome of an answer text (`undecided` where it leaves the
+    answer to a judge)."""
+    graded = correctness_of(task, text)
+    return str(
+        graded.detail.get("outcome")
+        or ("undecided" if graded.verdict == "needs_judge" else graded.verdict)
+    )
+
+
+def _cause(gold: LabelledExample | None, task: Task, source: WikiSource, meta: RunMeta) -> str:
+    """Why a trial ended incorrect or not attempted (see the module docstring)."""
+    if gold is None:
+        return "never_proposed"
+    assert isinstance(gold.answer, Answer)
+    fetched = Fetched()  # what the model had fetched when it proposed the gold
+    for title in gold.retrieved:
+        article = source.get_article(title)
+        if article is not None:
+            fetched.add(title, article)
+    cites = [CitationArg(title=c.title, quote=c.quote) for c in gold.answer.citations]
+    if meta.config.trim_quotes:  # the citations as the run's own checks saw them
+        cites = repaired(cites, fetched, trimmed)
+    if citation_problems(cites, fetched):
+        return "quote_not_verbatim"
+    submit = SubmitArgs(answer=gold.answer.text, citations=cites)
+    if support_problems(submit, task.question, meta.config.strict_support):
+        return "answer_not_in_quotes"
+    return "passed_checks"
