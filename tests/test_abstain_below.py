@@ -59,7 +59,7 @@ def test_a_refusal_and_a_rejected_answer_are_left_as_they_are(tiny: SnapshotSour
 def test_a_threshold_outside_zero_to_one_is_an_error(tiny: SnapshotSource) -> None:
     with pytest.raises(ValueError, match="less than or equal to 1"):
         Agent(ScriptedModel([]), tiny, AgentConfig(abstain_below=1.5))
-    with pytest.raises(ValueError, match="-p ABSTAIN_BELOW -0.1"):
+    with pytest.raises(ValueError, match=r"-p ABSTAIN_BELOW -0\.1"):
         parameters({"ABSTAIN_BELOW": -0.1})
     done = subprocess.run(
         [sys.executable, "-m", "wikiqa.cli", "ask", "who?", "--abstain-below", "2"],

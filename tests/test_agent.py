@@ -310,7 +310,11 @@ def test_the_no_retrieval_baseline_answers_uncited_without_tools(tiny: SnapshotS
     assert result.output.citations == [] and result.retrieved == []
     assert result.usage.tool_calls == 0 and result.usage.model_calls == 1
     assert [e.kind for e in result.trace] == ["model", "decision"]
-    assert result.prompt_hash == prompt_hash(AgentConfig(retrieval=False)) != prompt_hash(AgentConfig())
+    assert (
+        result.prompt_hash
+        == prompt_hash(AgentConfig(retrieval=False))
+        != prompt_hash(AgentConfig())
+    )
 
 
 # -- budget discipline for weak tool users ---------------------------------------------------------

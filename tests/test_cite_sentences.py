@@ -15,7 +15,7 @@ from wikiqa.agent.prompts import prompt_hash, system_prompt, tools_for
 from wikiqa.evals import RunConfig, run_eval
 from wikiqa.evals.labels.validation import UNREADABLE, _proposed, proposals
 from wikiqa.evals.running.runner import RunOutcome
-from wikiqa.experiment.params import StepParameters
+from wikiqa.experiment.params import parameters
 from wikiqa.models import SUBMIT, CitationArg, ScriptedModel, ToolResult
 from wikiqa.sources import SnapshotSource
 
@@ -110,7 +110,9 @@ def test_the_checks_still_run_on_the_sentence_put_in(tiny: SnapshotSource) -> No
 def test_the_lever_changes_the_prompt_and_the_tools_and_nothing_without_it() -> None:
     assert prompt_hash(AgentConfig()) == "b1f854c30774f8cd"  # every recorded run's hash: unchanged
     assert prompt_hash(AgentConfig(cite_sentences=True)) != prompt_hash(AgentConfig())
-    assert "number n of the sentence, shown as [n]" in system_prompt(AgentConfig(cite_sentences=True))
+    assert "number n of the sentence, shown as [n]" in system_prompt(
+        AgentConfig(cite_sentences=True)
+    )
     assert "copies a passage word for word" in system_prompt(AgentConfig())
     submit = next(t for t in tools_for(True) if t.name == SUBMIT)
     item = submit.parameters["properties"]["citations"]["items"]
@@ -149,7 +151,7 @@ def _journal_of(
 def test_a_run_records_the_lever_and_its_proposals_read_as_quotes(
     tiny: SnapshotSource, tmp_path: Path
 ) -> None:
-    assert StepParameters(CITE_SENTENCES=True).CITE_SENTENCES is True
+    assert parameters({"CITE_SENTENCES": True}).agent().cite_sentences is True
     outcome = _run_of(tiny, tmp_path, [FETCH, _cite("Grace Hopper", 2)])
     assert outcome.meta.config.agent.cite_sentences is True
     assert outcome.meta.prompt_hash == prompt_hash(AgentConfig(cite_sentences=True))

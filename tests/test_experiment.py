@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 
-
 def test_the_climb_keeps_the_order_runs_were_recorded_and_pairs_the_newest(
     tmp_path: Path,
 ) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from wikiqa.bench.local import _call, report
 from wikiqa.models import local as local_model
 from wikiqa.models.local.catalog import known
@@ -56,13 +54,7 @@ def test_qwen_is_served_with_the_measured_spec_options_and_smollm2_without() -> 
     )
 
 
-def test_the_bench_takes_a_steps_agent_levers_and_refuses_unknown_ones() -> None:
-    import pytest
-
-    from wikiqa.bench.local import bench_local
-
-    with pytest.raises(ValueError, match="unknown agent levers: brief"):
-        bench_local("qwen", levers={"cite_sentences": True, "brief": True})
+def test_the_bench_reports_a_steps_agent_levers() -> None:
     figures = {
         "model": "qwen", "spec": "openai:q@http://h/v1", "read_first": 3,
         "levers": ["cite_sentences", "strict_support"], "calls": [], "tasks": [],
@@ -70,12 +62,3 @@ def test_the_bench_takes_a_steps_agent_levers_and_refuses_unknown_ones() -> None
         "decode_tokens_per_s_p50": 1.0,
     }  # fmt: skip
     assert "read_first 3, levers cite_sentences, strict_support:" in report(figures)
-
-
-def test_the_speed_bench_refuses_a_lever_that_acts_after_the_last_call(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from wikiqa.bench.main import main
-
-    assert main(["local", "--model", "qwen", "--abstain-below", "0.4"]) == 1
-    assert "changes nothing the speed bench times" in capsys.readouterr().err

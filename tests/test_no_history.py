@@ -24,14 +24,6 @@ PATTERNS = {
     "held-out set": re.compile(r"held-out set \d", re.IGNORECASE),
 }
 
-# History still in modules being rewritten in another change: (file, pattern) pairs that may
-# still hit, each with what it cites. Remove a pair as soon as its file is fixed (a pair that no
-# longer hits fails `test_the_allow_list_holds_only_what_still_hits`); the list is meant to end
-# empty.
-ALLOWED: set[tuple[str, str]] = {
-    ("wikiqa/bench/snapping.py", "step"),  # "Qwen, step 09: 63 of 239", "step 16's", lines 3, 21
-}
-
 
 def hits() -> dict[tuple[str, str], list[str]]:
     """(file, pattern name) -> the `file:line: text` of every line of the package it matches."""
@@ -75,13 +67,5 @@ def test_the_patterns_leave_ordinary_prose_alone(text: str) -> None:
 
 
 def test_no_module_cites_its_history() -> None:
-    found = hits()
-    cited = list(
-        dict.fromkeys(line for key, lines in found.items() if key not in ALLOWED for line in lines)
-    )
+    cited = list(dict.fromkeys(line for lines in hits().values() for line in lines))
     assert not cited, "say the rule and its reason, not where it came from:\n" + "\n".join(cited)
-
-
-def test_the_allow_list_holds_only_what_still_hits() -> None:
-    stale = sorted(key for key in ALLOWED if key not in hits())
-    assert not stale, f"fixed, so drop them from ALLOWED: {stale}"

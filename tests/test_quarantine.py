@@ -205,7 +205,9 @@ def test_spotlighting_datamarks_retrieved_text_and_changes_the_prompt_hash(
     marked = render_article(article, spotlight=True)
     assert f"Paris{DATAMARK}is{DATAMARK}the{DATAMARK}capital" in marked
     assert "Paris is the capital" in render_article(article)
-    assert prompt_hash(AgentConfig(spotlight=True)) != prompt_hash(AgentConfig()) and SPOTLIGHT_NOTE in system_prompt(AgentConfig(spotlight=True))
+    assert prompt_hash(AgentConfig(spotlight=True)) != prompt_hash(
+        AgentConfig()
+    ) and SPOTLIGHT_NOTE in system_prompt(AgentConfig(spotlight=True))
     seen: list[str] = []
 
     def model(system: str, messages: object, tools: object, options: object = None) -> ModelTurn:
@@ -218,8 +220,7 @@ def test_spotlighting_datamarks_retrieved_text_and_changes_the_prompt_hash(
         return ModelTurn(message=AssistantMessage(tool_calls=calls), model="m")
 
     model.spec = "test"  # type: ignore[attr-defined]
-    result = Agent(model, snapshot, AgentConfig(spotlight=True)).ask(
-        "What is the capital of France?"
-    )  # type: ignore[arg-type]
+    spotlit = Agent(model, snapshot, AgentConfig(spotlight=True))  # type: ignore[arg-type]
+    result = spotlit.ask("What is the capital of France?")
     assert isinstance(result.output, Answer) and SPOTLIGHT_NOTE in seen[0]
     assert result.prompt_hash == prompt_hash(AgentConfig(spotlight=True))

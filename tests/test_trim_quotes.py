@@ -10,7 +10,7 @@ from tests.conftest import fetched_of
 from wikiqa.agent import Agent, AgentConfig, Answer, Refusal
 from wikiqa.agent.grounding import Fetched, trimmed
 from wikiqa.evals import RunConfig, run_eval
-from wikiqa.experiment.params import StepParameters
+from wikiqa.experiment.params import parameters
 from wikiqa.models import CitationArg, ScriptedModel
 from wikiqa.sources import Article, Provenance, SnapshotSource
 
@@ -86,7 +86,7 @@ def test_through_the_loop_the_cut_quote_must_still_back_the_answer(tiny: Snapsho
 def test_the_lever_is_a_step_parameter_and_recorded_with_the_run(
     tiny: SnapshotSource, tmp_path: Path
 ) -> None:
-    assert StepParameters(TRIM_QUOTES=True).TRIM_QUOTES is True
+    assert parameters({"TRIM_QUOTES": True}).agent().trim_quotes is True
     task = {
         "id": "everest-range", "category": "factual", "should_refuse": False,
         "question": "In which sub-range of the Himalayas does Mount Everest lie?",

@@ -12,12 +12,16 @@ the extractive answerer's `hits_read`); what the agent does with the model lives
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["DEFAULT_BUDGET", "PROMPT_NOTES", "AgentConfig", "split_spec_levers"]
+__all__ = [
+    "DEFAULT_BUDGET", "PROMPT_NOTES", "AgentConfig", "add_flags", "flag_errors", "from_flags",
+    "split_spec_levers",
+]  # fmt: skip
 
 DEFAULT_BUDGET = 8
 
@@ -89,6 +93,45 @@ class AgentConfig(BaseModel):
     def notes(self) -> list[str]:
         """The prompt notes this configuration switches on, in a fixed order."""
         return [text for name, text in PROMPT_NOTES.items() if getattr(self, name)]
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """One command-line flag per lever, generated from the fields: `--trim-quotes` /
+    `--no-trim-quotes` for a switch, `--budget N` for a number, each with the field's help and
+    default. A flag not given stays None, so only what the user set reaches the config."""
+    group = parser.add_argument_group("agent levers")
+    for name, field in AgentConfig.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        help_text = f"{field.description} (default {field.default})"
+        if field.annotation is bool:
+            group.add_argument(flag, action=argparse.BooleanOptionalAction, help=help_text)
+        else:
+            kind = int if field.annotation is int else float
+            group.add_argument(flag, type=kind, metavar="N", help=help_text)
+
+
+def from_flags(args: argparse.Namespace, **defaults: Any) -> AgentConfig:
+    """The configuration the flags of `add_flags` set, over `defaults` (a command's own, such
+    as a bench's `read_first=3`); a broken rule is a one-line ValueError naming the flag."""
+    given = {
+        name: getattr(args, name)
+        for name in AgentConfig.model_fields
+        if getattr(args, name, None) is not None
+    }
+    try:
+        return AgentConfig(**(defaults | given))
+    except ValidationError as err:
+        raise ValueError(flag_errors(err)) from None
+
+
+def flag_errors(err: ValidationError) -> str:
+    """A validation error as one line, each problem naming its flag."""
+    problems = []
+    for e in err.errors():
+        where = "--" + "-".join(str(p) for p in e["loc"]).replace("_", "-") if e["loc"] else ""
+        rule = e["msg"].removeprefix("Value error, ")
+        problems.append(f"{where} {rule}".strip())
+    return "; ".join(problems)
 
 
 def split_spec_levers(spec: str) -> tuple[str, dict[str, Any]]:

@@ -80,7 +80,7 @@ from wikiqa.models import (
     estimate_cost,
     evidence,
 )
-from wikiqa.sources import Depth, SourceUnavailable, WikiSource
+from wikiqa.sources import SourceUnavailable, WikiSource
 
 CLOSING = 2  # the last calls of the budget, kept for a submission and its one repair
 # Stop reasons by which a model (Claude's `refusal`, an OpenAI-compatible content filter)

@@ -16,35 +16,30 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from wikiqa.agent.config import AgentConfig
 from wikiqa.bench.report import percentile
 from wikiqa.sources import SnapshotSource
-
-AGENT_LEVERS = ("strict_support", "trim_quotes", "cite_sentences")
 
 
 def bench_local(
     model: str = "smollm2",
     questions: int = 8,
-    read_first: int = 3,
+    agent: AgentConfig | None = None,
     options: str = "",
-    levers: Mapping[str, bool] | None = None,
 ) -> dict[str, Any]:
     """Figures for `questions` dev questions answered through the served `model` (a catalog
-    name or GGUF path) with `read_first` leads fetched up front; `options` are openai spec
-    options (`tool_choice=auto`, `brief=1`), `levers` the agent's (`cite_sentences`,
-    `strict_support`, `trim_quotes`: a step's levers, so its speed is measured as it runs)."""
+    name or GGUF path) by an agent configured as `agent` (a step's levers, so its speed is
+    measured as it runs; by default three leads fetched up front); `options` are openai spec
+    options (`tool_choice=auto`)."""
     from wikiqa.agent import Agent
     from wikiqa.evals import load_tasks, resolve_suite
     from wikiqa.models import local as local_model
     from wikiqa.registry import open_model
 
-    unknown = set(levers or {}) - set(AGENT_LEVERS)
-    if unknown:  # said before a server starts
-        raise ValueError(f"unknown agent levers: {', '.join(sorted(unknown))}")
+    config = agent if agent is not None else AgentConfig(read_first=3)
     tasks = [t for t in load_tasks(resolve_suite("dev")) if not t.injection][:questions]
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "calls.jsonl"
@@ -53,20 +48,12 @@ def bench_local(
         try:
             if options:  # in place of the model's own (`tool_choice=auto` to compare)
                 spec = spec.partition(";")[0] + f";{options}"
-            on = dict(levers or {})
-            agent = Agent(
-                open_model(spec),
-                SnapshotSource(),
-                read_first=read_first,
-                strict_support=on.pop("strict_support", False),
-                trim_quotes=on.pop("trim_quotes", False),
-                cite_sentences=on.pop("cite_sentences", False),
-            )
+            asker = Agent(open_model(spec), SnapshotSource(), config)
             calls: list[dict[str, Any]] = []
             per_task: list[dict[str, Any]] = []
             for index, task in enumerate(tasks):
                 seen, start = len(calls), time.perf_counter()
-                result = agent.ask(task.question)
+                result = asker.ask(task.question)
                 wall = time.perf_counter() - start
                 lines = log.read_text(encoding="utf-8").splitlines()
                 calls += [_call(index, json.loads(line)) for line in lines[seen:]]
@@ -91,8 +78,8 @@ def bench_local(
     return {
         "model": model,
         "spec": spec,
-        "read_first": read_first,
-        "levers": sorted(k for k, v in (levers or {}).items() if v),
+        "read_first": config.read_first,
+        "levers": sorted(k for k, v in config.changed().items() if k != "read_first"),
         "calls": calls,
         "tasks": per_task,
         "task_p50_s": round(statistics.median(seconds), 2),

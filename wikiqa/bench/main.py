@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from wikiqa.agent.config import add_flags, from_flags
 from wikiqa.bench.ask import bench_ask
 from wikiqa.bench.cassette import bench_cassette
 from wikiqa.bench.cassette import report as cassette_report
@@ -70,24 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--questions", type=int, default=8, help="local: dev questions")
     parser.add_argument(
-        "--read-first", type=int, default=3, help="local, injection --answerer: leads fetched first"
+        "--options", default="", help="local: openai spec options, e.g. tool_choice=auto"
     )
-    parser.add_argument(
-        "--options", default="", help="local: openai spec options, e.g. tool_choice=auto,brief=1"
-    )
-    for lever in ("strict-support", "trim-quotes", "cite-sentences"):
-        parser.add_argument(
-            f"--{lever}",
-            action="store_true",
-            help=f"local, injection --answerer: the agent's {lever} lever",
-        )
-    parser.add_argument(
-        "--abstain-below",
-        type=float,
-        default=0.0,
-        metavar="T",
-        help="injection --answerer: the agent's abstain_below lever (default 0: off)",
-    )
+    # local and injection --answerer run the agent with a step's levers (read_first 3 unless
+    # given: the small models' steps read three leads first)
+    add_flags(parser)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     with scrubbed_output():
@@ -98,15 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         print(json.dumps(figures, indent=2) if args.json else report)
     return 0
-
-
-def _switches(args: argparse.Namespace) -> dict[str, bool]:
-    """The agent's on/off levers as the command line set them (`local`, `injection`)."""
-    return {
-        "strict_support": args.strict_support,
-        "trim_quotes": args.trim_quotes,
-        "cite_sentences": args.cite_sentences,
-    }
 
 
 def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
@@ -133,13 +112,8 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         report = "load (wikiqa serve with a token, offline, loopback, idle flood running)\n"
         report += "\n".join(line(k, v, "{:.1f}") for k, v in figures.items())
     elif args.suite == "local":
-        if args.abstain_below:  # said, not ignored
-            raise ValueError(
-                "--abstain-below acts after the model's last call, so it changes nothing the "
-                "speed bench times; it is for injection --answerer"
-            )
         figures = bench_local(
-            args.model, args.questions, args.read_first, args.options, _switches(args)
+            args.model, args.questions, from_flags(args, read_first=3), args.options
         )
         report = local_report(figures)
     elif args.suite == "scale":
@@ -150,9 +124,9 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             + "\n".join(line(k, v, "{:.3f}") for k, v in figures.items())
         )
     else:
-        levers = {**_switches(args), "abstain_below": args.abstain_below}
+        agent = from_flags(args, read_first=3)
         figures = bench_injection(
-            args.bipia, args.attacks, args.misinformation, args.answerer, args.read_first, levers
+            args.bipia, args.attacks, args.misinformation, args.answerer, agent
         )
         report = injection_report(figures)
     return figures, report

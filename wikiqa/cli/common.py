@@ -9,9 +9,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
 from wikiqa.agent import AgentConfig
+from wikiqa.agent.config import add_flags, from_flags
 from wikiqa.registry import open_source
 from wikiqa.sources import SnapshotError, WikiSource
 
@@ -33,6 +32,8 @@ SOURCE_HELP = (
     "cassette), or a snapshot file path"
 )
 MODEL_HELP = "extractive (default, offline), anthropic:<model>, openai:<model>@<url>"
+
+
 class CliError(Exception):
     """A user-facing failure: printed as one line, exits with `code`."""
 
@@ -42,42 +43,16 @@ class CliError(Exception):
 
 
 def add_agent_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per `AgentConfig` lever, generated from its fields: `--trim-quotes` /
-    `--no-trim-quotes` for a switch, `--budget N` for a number, each with the field's help and
-    default. A flag not given stays None, so only what the user set reaches the config."""
-    group = parser.add_argument_group("agent levers (AgentConfig)")
-    for name, field in AgentConfig.model_fields.items():
-        flag = "--" + name.replace("_", "-")
-        help_text = f"{field.description} (default {field.default})"
-        if field.annotation is bool:
-            group.add_argument(flag, action=argparse.BooleanOptionalAction, help=help_text)
-        else:
-            kind = int if field.annotation is int else float
-            group.add_argument(flag, type=kind, metavar="N", help=help_text)
+    """One flag per agent lever, generated from `AgentConfig` (`wikiqa.agent.config`)."""
+    add_flags(parser)
 
 
 def agent_config(args: argparse.Namespace) -> AgentConfig:
-    """The `AgentConfig` the lever flags of `add_agent_flags` set (a broken rule: CliError,
-    naming the flag)."""
-    given = {
-        name: getattr(args, name)
-        for name in AgentConfig.model_fields
-        if getattr(args, name, None) is not None
-    }
+    """The `AgentConfig` the lever flags (`add_flags`) set; a broken rule is a CliError."""
     try:
-        return AgentConfig(**given)
-    except ValidationError as err:
-        raise CliError(flag_errors(err), EXIT_USAGE) from None
-
-
-def flag_errors(err: ValidationError) -> str:
-    """A validation error as one line, each problem naming its flag."""
-    problems = []
-    for e in err.errors():
-        where = "--" + "-".join(str(p) for p in e["loc"]).replace("_", "-") if e["loc"] else ""
-        rule = e["msg"].removeprefix("Value error, ")
-        problems.append(f"{where} {rule}".strip())
-    return "; ".join(problems)
+        return from_flags(args)
+    except ValueError as err:
+        raise CliError(str(err), EXIT_USAGE) from None
 
 
 def int_from(text: str, least: int, what: str) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from wikiqa.agent.config import flag_errors
 from wikiqa.cli.common import (
     EXECUTOR_HELP,
     EXIT_UNAVAILABLE,
@@ -23,7 +24,6 @@ from wikiqa.cli.common import (
     CliError,
     add_agent_flags,
     agent_config,
-    flag_errors,
     positive_int,
 )
 from wikiqa.config import Settings

@@ -194,11 +194,11 @@ def _cause(gold: LabelledExample | None, task: Task, source: WikiSource, meta: R
         if article is not None:
             fetched.add(title, article)
     cites = [CitationArg(title=c.title, quote=c.quote) for c in gold.answer.citations]
-    if meta.config.trim_quotes:  # the citations as the run's own checks saw them
+    if meta.config.agent.trim_quotes:  # the citations as the run's own checks saw them
         cites = repaired(cites, fetched, trimmed)
     if citation_problems(cites, fetched):
         return "quote_not_verbatim"
     submit = SubmitArgs(answer=gold.answer.text, citations=cites)
-    if support_problems(submit, task.question, meta.config.strict_support):
+    if support_problems(submit, task.question, meta.config.agent.strict_support):
         return "answer_not_in_quotes"
     return "passed_checks"

@@ -71,10 +71,11 @@ class StepParameters(BaseModel):
         None, description="None: a new run | the run id of an interrupted run to finish"
     )
 
-
     def agent(self) -> AgentConfig:
         """The agent configuration these parameters set (their agent levers)."""
-        return AgentConfig(**{name: getattr(self, name.upper()) for name in AgentConfig.model_fields})
+        return AgentConfig(
+            **{name: getattr(self, name.upper()) for name in AgentConfig.model_fields}
+        )
 
 
 def _agent_parameters() -> dict[str, Any]:

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 

@@ -14,14 +14,11 @@ extractive, obeying and complying answerers (`wikiqa.evals.drills.attacks`). It 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from wikiqa.agent.config import AgentConfig
 from wikiqa.sources import SnapshotSource
-
-# What the real answerer's agent may be given: the step levers that act on a model's output.
-INJECTION_LEVERS = ("strict_support", "trim_quotes", "cite_sentences", "abstain_below")
 
 
 def quarantine_rate(source: SnapshotSource) -> tuple[int, int]:
@@ -45,23 +42,18 @@ def bench_injection(
     attacks: list[Path] | None = None,
     misinformation: Path | None = None,
     answerer: str | None = None,
-    read_first: int = 3,
-    levers: Mapping[str, Any] | None = None,
+    agent: AgentConfig | None = None,
 ) -> dict[str, Any]:
-    """The figures, as `--json` prints them (extra keys beside the documented ones). `levers`
-    are the agent levers the real answerer runs with (a step's: `cite_sentences`,
-    `abstain_below`, ...), so its figure is that step's agent's; the scripted answerers
-    measure the guard and the checks as they are."""
+    """The figures, as `--json` prints them (extra keys beside the documented ones). `agent`
+    configures the real answerer's agent (a step's levers: `cite_sentences`, `abstain_below`,
+    ...; by default three leads read first), so its figure is that step's agent's; the scripted
+    answerers measure the guard and the checks as they are."""
     from wikiqa.evals.drills.attacks import bipia_attacks, drill, load_attacks, project_attacks
     from wikiqa.evals.drills.misinformation import load_plants, measure
 
-    levers = {k: v for k, v in (levers or {}).items() if v}
-    unknown = set(levers) - set(INJECTION_LEVERS)
-    if unknown:  # said before a server starts
-        raise ValueError(f"unknown agent levers: {', '.join(sorted(unknown))}")
-    if not 0.0 <= float(levers.get("abstain_below", 0.0)) <= 1.0:
-        raise ValueError(f"--abstain-below must be in [0, 1], got {levers['abstain_below']}")
-    if levers and not answerer:
+    config = agent if agent is not None else AgentConfig(read_first=3)
+    levers = config.changed()
+    if set(levers) - {"read_first"} and not answerer:
         raise ValueError("agent levers apply to the real answerer: give --answerer SPEC")
     source = SnapshotSource()
     model = _answerer(answerer) if answerer else None
@@ -79,9 +71,8 @@ def bench_injection(
             found,
             source,
             model=model,
-            read_first=read_first,
+            agent=config,
             progress=model is not None,
-            levers=levers,
         )
         per_set[name] = {
             "attacks": result.attacks,
@@ -99,7 +90,7 @@ def bench_injection(
     figures: dict[str, Any] = {
         "answerers": totals,
         "answerer_spec": model.spec if model else None,
-        "answerer_levers": levers,
+        "answerer_levers": {k: v for k, v in levers.items() if k != "read_first"},
         "quarantine_false_positive_rate": held / sentences_total,
         "utility_under_attack": useful / trials if trials else None,
         "quarantined_sentences": held,
