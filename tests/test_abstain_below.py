@@ -136,9 +136,11 @@ def test_the_replay_on_a_journal_is_what_the_lever_runs(
 def test_the_figures_the_readme_reports_for_step_15() -> None:
     # README, step 15's replay on step 14's committed slice journal, before step 15 ran
     from wikiqa.bench.abstaining import bench_abstaining
-    from wikiqa.evals.paths import ROOT
+    from wikiqa.project import project_root
 
-    journal = ROOT / "results" / "journals" / "20261201T184905Z-14-qwen-trim-quotes-3f3929"
+    journal = (
+        project_root() / "results" / "journals" / "20261201T184905Z-14-qwen-trim-quotes-3f3929"
+    )
     replay = bench_abstaining(journal, 0.4)
     assert (replay["trials"], replay["answered"]) == (150, 51)
     assert replay["refused"] == {

@@ -117,9 +117,9 @@ def test_reading_a_folder_that_is_no_run_is_an_error(tmp_path: Path, capsys: Any
 def test_the_figures_the_readme_reports_for_step_09_and_13(snapshot: SnapshotSource) -> None:
     # README, "Where Qwen loses its answers" and step 14's replay, from committed journals
     from wikiqa.bench.snapping import bench_snapping
-    from wikiqa.evals.paths import ROOT
+    from wikiqa.project import project_root
 
-    journals = ROOT / "results" / "journals"
+    journals = project_root() / "results" / "journals"
     base = bench_run_reading(
         journals / "20261201T171802Z-09-qwen-baseline-regraded-464115", snapshot
     )
@@ -137,9 +137,9 @@ def test_the_figures_the_readme_reports_for_step_09_and_13(snapshot: SnapshotSou
 def test_the_recite_figures_the_readme_reports_for_step_16(snapshot: SnapshotSource) -> None:
     # README, step 16: re-citing in code adds no correct answer on the slice, and one on dev
     from wikiqa.bench.snapping import RECITE, bench_snapping
-    from wikiqa.evals.paths import ROOT
+    from wikiqa.project import project_root
 
-    journals = ROOT / "results" / "journals"
+    journals = project_root() / "results" / "journals"
     slice_ = bench_snapping(journals / "20261201T224120Z-16-qwen-cite-sentences-b89901", snapshot)
     # 50 as recorded: the live run's 50 answered trials (injection tasks aside), no more
     assert slice_[RECITE]["answered"] == {"recorded": 50, "snapped": 59}

@@ -12,24 +12,24 @@ from pathlib import Path
 from wikiqa.agent.grounding import Fetched, repaired, trimmed
 from wikiqa.evals.graders import correctness_of
 from wikiqa.evals.labels.validation import LabelledExample
-from wikiqa.evals.paths import ROOT
 from wikiqa.evals.running.records import RunMeta
 from wikiqa.evals.tasks.task import Task, load_tasks
 from wikiqa.models import CitationArg
+from wikiqa.project import project_root
 from wikiqa.sources import WikiSource
 
 
 def run_journal(path: Path) -> tuple[Path, RunMeta, dict[str, Task]]:
     """The journal file of the run at `path` (its folder or its `journal.jsonl`), its recorded
     metadata, and the tasks of the suite it ran, by id. A committed journal names its suite
-    relative to the repository, so that is where a relative path is looked up."""
+    relative to the project root, so that is where a relative path is looked up."""
     folder = path if path.is_dir() else path.parent
     meta_path = folder / "meta.json"
     if not meta_path.is_file():
         raise ValueError(f"{folder}: no meta.json (not a run's journal folder)")
     meta = RunMeta.model_validate_json(meta_path.read_text(encoding="utf-8"))
     suite = Path(meta.suite_path)
-    suite = suite if suite.is_absolute() else ROOT / suite
+    suite = suite if suite.is_absolute() else project_root() / suite
     return folder / "journal.jsonl", meta, {t.id: t for t in load_tasks(suite)}
 
 

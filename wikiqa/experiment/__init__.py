@@ -9,7 +9,6 @@ here (and is unit-tested here), and `wikiqa experiment run` drives them through 
 
 from wikiqa.experiment.charts import plot, plot_climb, plot_risk_coverage, rates
 from wikiqa.experiment.notebooks import (
-    EXPERIMENTS,
     STEP_CALL,
     StepFailed,
     current_step,
@@ -38,9 +37,9 @@ from wikiqa.experiment.views import (
     run_tasks,
     summary_of,
 )
+from wikiqa.project import experiments_dir
 
 __all__ = [
-    "EXPERIMENTS",
     "KINDS",
     "STEP_CALL",
     "ParameterError",
@@ -56,6 +55,7 @@ __all__ = [
     "drift_between",
     "drift_line",
     "execute",
+    "experiments_dir",
     "failures",
     "find_run",
     "flips",
