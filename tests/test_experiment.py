@@ -48,7 +48,7 @@ def test_only_declared_parameter_names_reach_papermill(
         raise AssertionError("papermill ran")
 
     monkeypatch.setattr(experiment, "execute", never)
-    notebook = str(experiment.EXPERIMENTS / "01_agent_baseline.ipynb")
+    notebook = str(experiment.experiments_dir() / "01_agent_baseline.ipynb")
     argv = ["experiment", "run", notebook, "-p", "LIMIT", "1", "-p", name, "1"]
     assert main([*argv, "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err

@@ -13,8 +13,10 @@ import pytest
 
 from wikiqa.cli import main
 from wikiqa.evals.climb import changelog
-from wikiqa.experiment import EXPERIMENTS, StepFailed, execute
+from wikiqa.experiment import StepFailed, execute, experiments_dir
+from wikiqa.project import ROOT_ENV, project_root
 
+EXPERIMENTS = experiments_dir()
 SMALL = {"TRIALS": 1, "LIMIT": 2}
 
 
@@ -26,6 +28,7 @@ def test_a_step_run_by_plain_papermill_is_exploratory(
     import papermill as pm
 
     monkeypatch.setenv("WIKIQA_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv(ROOT_ENV, str(project_root()))  # the copy sits outside the project
     copy = tmp_path / "09_my_copy.ipynb"
     shutil.copy(EXPERIMENTS / "08_injection_defences.ipynb", copy)
     pm.execute_notebook(str(copy), str(tmp_path / "out.ipynb"), parameters=SMALL, cwd=str(tmp_path),
@@ -159,6 +162,7 @@ def test_a_committed_journal_resumes_into_the_folder_it_is_resumed_in(
     (folder / "meta.json").write_text(json.dumps(meta))
     elsewhere = tmp_path / "experiments"
     elsewhere.mkdir()
+    monkeypatch.setenv(ROOT_ENV, str(project_root()))  # its suite: this project's dev
     monkeypatch.chdir(elsewhere)
     outcome, row = evaluate(RunConfig(limit=3, trials=1, out=out, change="c"), "record",
                             first.meta.run_id, progress=False)  # fmt: skip

@@ -18,9 +18,10 @@ from wikiqa.evals import resolve_suite
 from wikiqa.evals.climb import changelog
 from wikiqa.evals.labels.halves import half_of
 from wikiqa.evals.labels.validation import compare, load_labels, report
-from wikiqa.experiment import EXPERIMENTS, current_step, execute, grid, load_run, model_figures
+from wikiqa.experiment import current_step, execute, experiments_dir, grid, load_run, model_figures
 from wikiqa.sources import SnapshotSource
 
+EXPERIMENTS = experiments_dir()
 ROOT = EXPERIMENTS.parent
 SOURCES = sorted(EXPERIMENTS.glob("*.ipynb")) + sorted((ROOT / "notebooks").glob("*.ipynb"))
 

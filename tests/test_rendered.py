@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from wikiqa.experiment import EXPERIMENTS, execute
+from wikiqa.experiment import execute, experiments_dir
 
+EXPERIMENTS = experiments_dir()
 ROOT = EXPERIMENTS.parent
 # an absolute path of this machine or any other: /work/..., /home/..., /root/..., /tmp/...
 ABSOLUTE = re.compile(r"(?<![\w.:/])/(?:work|home|root|tmp|Users|var/folders)/[\w.-]+")

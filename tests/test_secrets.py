@@ -24,12 +24,13 @@ from tests.test_providers import anthropic_message, scripted_transport, tool_use
 from wikiqa.api.app import create_app
 from wikiqa.config import Settings
 from wikiqa.evals import RunConfig, run_eval
-from wikiqa.experiment import EXPERIMENTS
+from wikiqa.experiment import experiments_dir
 from wikiqa.models import ExtractiveModel
 from wikiqa.models.anthropic_model import AnthropicModel
 from wikiqa.retry import RetryPolicy
 from wikiqa.sources import SnapshotSource
 
+EXPERIMENTS = experiments_dir()
 SECRETS = {
     "WIKIQA_ANTHROPIC_API_KEY": "test-wikiqa-anthropic-key-0000000000000000",
     "ANTHROPIC_API_KEY": "test-anthropic-key-1111111111111111111111",

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from wikiqa.project import repo_results
 from wikiqa.secrets import remember
 
 TRUST_DOTENV = "WIKIQA_TRUST_DOTENV"
@@ -121,12 +122,13 @@ class Settings(BaseSettings):
         return init_settings, env_settings, _untrusted_dotenv(dotenv_settings), file_secret_settings
 
     def results_dir(self) -> Path:
-        """`results` if set (tests and notebook checks write elsewhere), else the repository's
-        results/: here, at the bottom, so the registry (which resolves `cassette:RUN_ID`) and
-        the harness find runs in the same place."""
+        """`results` if set (tests and notebook checks write elsewhere), else the project's
+        results/ (`wikiqa.project`; raises `ProjectNotFound` outside a project): here, at the
+        bottom, so the registry (which resolves `cassette:RUN_ID`) and the harness find runs in
+        the same place."""
         if self.results is not None:
             return self.results.expanduser()
-        return Path(__file__).resolve().parents[1] / "results"
+        return repo_results()
 
     def cache_dir(self) -> Path:
         """The cache directory, expanded and created."""

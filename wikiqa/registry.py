@@ -20,7 +20,7 @@ imports its implementation only when asked, so the offline path never loads an S
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from wikiqa.models import Model
@@ -68,20 +68,27 @@ def open_model(spec: str = "extractive") -> Model:
     )
 
 
+def _then_results(first: Sequence[Path]) -> Iterator[Path]:
+    """`first`, then the results folder, found only when reached: a cassette named by its path
+    needs no project (`wikiqa.project`) and no results folder."""
+    from wikiqa.config import Settings
+
+    yield from first
+    yield Settings().results_dir()
+
+
 def open_source(spec: str = "snapshot", results: Sequence[Path] = ()) -> WikiSource:
     """Open a source from its spec: `snapshot`, `live`, `live:<host>`, `cassette:<run id or
     path>`, or a snapshot file. A cassette's run id is looked up under `results` (a run's
     output folder), then the results folder, each with its scratch area."""
     if spec.startswith("cassette:"):
-        from wikiqa.config import Settings
         from wikiqa.sources.cassette import CassetteSource, parse_spec
         from wikiqa.sources.cassette_files import find_cassette
 
         ref, any_suite = parse_spec(spec.removeprefix("cassette:"))
         if not ref:
             raise ValueError("cassette: needs a run id or a cassette file path")
-        folders = [*results, Settings().results_dir()]
-        return CassetteSource(find_cassette(ref, folders), any_suite=any_suite)
+        return CassetteSource(find_cassette(ref, _then_results(results)), any_suite=any_suite)
     if spec == "snapshot":
         from wikiqa.sources import SnapshotSource
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from wikiqa.cli.common import CliError
@@ -18,10 +19,17 @@ from wikiqa.config import Settings
 from wikiqa.sources.cassette_files import Cassette, CassetteError, find_cassette, read_cassette
 
 
+def _folders(out: Path | None) -> Iterator[Path]:
+    """`--out`, then the results folder, found only when reached: a cassette named by its path
+    needs no project."""
+    if out is not None:
+        yield out
+    yield Settings().results_dir()
+
+
 def _open(ref: str, out: Path | None) -> Cassette:
-    folders = [out] if out is not None else []
     try:
-        return read_cassette(find_cassette(ref, [*folders, Settings().results_dir()]))
+        return read_cassette(find_cassette(ref, _folders(out)))
     except CassetteError as err:
         raise CliError(str(err)) from err
 

@@ -152,7 +152,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     # The default is resolved here, not in the parser, to keep the evals import off start-up.
     if args.baseline is None:
-        args.baseline = gate.BASELINE
+        args.baseline = gate.baseline_path()
     if args.run is not None:
         try:
             frame = pd.read_parquet(args.run)

@@ -104,13 +104,11 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
 
 
 def _shown(path: Path) -> str:
-    """`path` as the notebooks read OUT: relative to the repository root when inside it."""
-    from wikiqa.evals.paths import ROOT
+    """`path` as the notebooks read OUT: relative to the project root when inside it."""
+    from wikiqa.project import relative_to_root
 
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
+    inside = relative_to_root(path)
+    return str(inside) if inside is not None else str(path)
 
 
 def _check_names(notebook: Path, names: list[str]) -> None:

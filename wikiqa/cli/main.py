@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from wikiqa.cli.ask import register as register_ask
 from wikiqa.cli.cassette import register as register_cassette
-from wikiqa.cli.common import EXIT_UNAVAILABLE, CliError
+from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_UNAVAILABLE, CliError
 from wikiqa.cli.compare import register as register_compare
 from wikiqa.cli.confidence import register as register_confidence
 from wikiqa.cli.evals import register as register_evals
@@ -23,6 +23,7 @@ from wikiqa.cli.snapshot import register as register_snapshot
 from wikiqa.cli.suite import register as register_suite
 from wikiqa.cli.validate import register as register_validate
 from wikiqa.cli.wiki import register as register_wiki
+from wikiqa.project import ProjectNotFound
 from wikiqa.secrets import scrubbed_output
 from wikiqa.sources import SourceUnavailable
 
@@ -63,6 +64,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except CliError as err:
         print(f"wikiqa: error: {err}", file=sys.stderr)
         return err.code
+    except ProjectNotFound as err:  # a command that reads suites or results, run outside a project
+        print(f"wikiqa: error: {err}", file=sys.stderr)
+        return EXIT_NOT_FOUND
     except SourceUnavailable as err:
         print(f"wikiqa: error: Wikipedia unavailable: {err}", file=sys.stderr)
         return EXIT_UNAVAILABLE

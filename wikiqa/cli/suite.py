@@ -73,9 +73,9 @@ def cmd_suite_import(args: argparse.Namespace) -> int:
 
 
 def cmd_suite_build(args: argparse.Namespace) -> int:
-    from wikiqa.evals import SUITES, importers
+    from wikiqa.evals import importers, suites_dir
 
-    out_dir: Path = args.out_dir or SUITES
+    out_dir: Path = args.out_dir or suites_dir()
     leads = _leads(args.snapshot, args.k)
     try:
         built = importers.build_public(args.benchmarks, leads, args.seed)

@@ -22,7 +22,7 @@ from wikiqa.evals.climb import (
     record,
 )
 from wikiqa.evals.graders import Grade, Judge, SelfJudging, grade
-from wikiqa.evals.paths import REPO_RESULTS, git_sha, results_dir, scratch_dir
+from wikiqa.evals.paths import git_sha, results_dir, scratch_dir
 from wikiqa.evals.running import (
     META_COLUMNS,
     ExecutorError,
@@ -38,21 +38,19 @@ from wikiqa.evals.running import (
 from wikiqa.evals.tasks import (
     CATEGORIES,
     DIMENSIONS,
-    SUITES,
     Task,
     TaskError,
     load_tasks,
     resolve_suite,
     suite_hash,
 )
+from wikiqa.project import suites_dir
 
 __all__ = [
     "CATEGORIES",
     "COLUMNS",
     "DIMENSIONS",
     "META_COLUMNS",
-    "REPO_RESULTS",
-    "SUITES",
     "ExecutorError",
     "Grade",
     "HoldoutRefused",
@@ -81,5 +79,6 @@ __all__ = [
     "run_eval",
     "scratch_dir",
     "suite_hash",
+    "suites_dir",
     "summarize",
 ]

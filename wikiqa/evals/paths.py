@@ -7,13 +7,12 @@ import subprocess
 from pathlib import Path
 
 from wikiqa.config import Settings
-
-ROOT = Path(__file__).resolve().parents[2]
-REPO_RESULTS = ROOT / "results"
+from wikiqa.project import ProjectNotFound, project_root
 
 
 def results_dir() -> Path:
-    """`WIKIQA_RESULTS` if set (tests and notebook checks write elsewhere), else results/."""
+    """`WIKIQA_RESULTS` if set (tests and notebook checks write elsewhere), else the project's
+    results/."""
     return Settings().results_dir()
 
 
@@ -24,10 +23,15 @@ def scratch_dir() -> Path:
 
 
 def git_sha(root: Path | None = None) -> str:
-    """The commit the run's code came from, `-dirty` when tracked files were changed. The
-    climb's own record (`results/`) does not count: recording one run must not mark the next
-    run of the same commit dirty."""
-    root = root or ROOT
+    """The commit of the project (`root`, else the project root) the run came from, `-dirty`
+    when tracked files were changed; `unknown` outside a git checkout or a project. The climb's
+    own record (`results/`) does not count: recording one run must not mark the next run of the
+    same commit dirty."""
+    if root is None:
+        try:
+            root = project_root()
+        except ProjectNotFound:
+            return "unknown"
 
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)

@@ -11,7 +11,6 @@ gold answer, stage by stage, read from its journal), `tables` and `charts` (what
 from wikiqa.experiment.charts import plot, plot_climb, plot_risk_coverage, rates
 from wikiqa.experiment.losses import losses_by_stage, losses_text
 from wikiqa.experiment.notebooks import (
-    EXPERIMENTS,
     STEP_CALL,
     StepFailed,
     current_step,
@@ -40,9 +39,9 @@ from wikiqa.experiment.views import (
     run_tasks,
     summary_of,
 )
+from wikiqa.project import experiments_dir
 
 __all__ = [
-    "EXPERIMENTS",
     "KINDS",
     "STEP_CALL",
     "ParameterError",
@@ -58,6 +57,7 @@ __all__ = [
     "drift_between",
     "drift_line",
     "execute",
+    "experiments_dir",
     "failures",
     "find_run",
     "flips",

@@ -19,9 +19,14 @@ from typing import Any
 
 from wikiqa.evals import results_dir
 from wikiqa.experiment.params import COMMON
+from wikiqa.project import (
+    ROOT_ENV,
+    ProjectNotFound,
+    experiments_dir,
+    project_root,
+    relative_to_root,
+)
 from wikiqa.secrets import scrub
-
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
 
 def grid(params: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -108,8 +113,11 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
     suffix = "".join(f"-{_slug(k.lower())}={_slug(v)}" for k, v in shown.items())
     target = folder / f"{notebook.stem}{suffix}.ipynb"
     partial = target.with_suffix(".running.ipynb")
-    saved = os.environ.get(STEP_ENV)
-    os.environ[STEP_ENV] = notebook.stem  # the kernel is a child process: it inherits this
+    # The kernel is a child process: it inherits these. It runs in the notebook's folder, which
+    # may lie outside the project (a copied step): it works in the caller's project all the same.
+    names = {STEP_ENV: notebook.stem} | _caller_project()
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(names)
     quiet = _KnownParameters(declared_parameters(notebook))
     logging.getLogger("papermill").addFilter(quiet)
     try:
@@ -131,27 +139,34 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
         raise StepFailed(f"{_last_line(err)} ({where}{kept})", err) from err
     finally:
         logging.getLogger("papermill").removeFilter(quiet)
-        if saved is None:
-            os.environ.pop(STEP_ENV, None)
-        else:
-            os.environ[STEP_ENV] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     _scrub_file(partial)  # cell outputs may quote a key from a model API's error text
     _name_paths(partial, notebook, target)
     os.replace(partial, target)
     return target
 
 
+def _caller_project() -> dict[str, str]:
+    """`WIKIQA_ROOT` naming the project this process works in, when it has one (else nothing:
+    the kernel looks from the notebook's folder, and says so if it finds none)."""
+    try:
+        return {ROOT_ENV: str(project_root())}
+    except ProjectNotFound:
+        return {}
+
+
 def _name_paths(executed: Path, notebook: Path, target: Path) -> None:
     """Papermill's metadata names the notebook it ran and the file it wrote: say them as the
-    repository knows them (relative to its root, the final name, not `.running.ipynb`), so a
+    project knows them (relative to its root, the final name, not `.running.ipynb`), so a
     committed notebook holds no path of the machine that ran it."""
-    from wikiqa.evals.paths import ROOT
 
     def shown(path: Path) -> str:
-        try:
-            return str(path.resolve().relative_to(ROOT))
-        except ValueError:
-            return path.name
+        inside = relative_to_root(path)
+        return str(inside) if inside is not None else path.name
 
     data = json.loads(executed.read_text(encoding="utf-8"))
     meta = data.get("metadata", {}).get("papermill")
@@ -233,9 +248,10 @@ def missing_extra(notebook: Path) -> str | None:
     return extra if importlib.util.find_spec(module) is None else None
 
 
-def current_step(folder: Path = EXPERIMENTS) -> Path:
-    """The highest-numbered experiment notebook that runs on the offline default (no optional
-    extra): what `make eval` runs on a fresh clone."""
+def current_step(folder: Path | None = None) -> Path:
+    """The highest-numbered experiment notebook in `folder` (the project's `experiments/`) that
+    runs on the offline default (no optional extra): what `make eval` runs on a fresh clone."""
+    folder = folder if folder is not None else experiments_dir()
     steps = [p for p in sorted(folder.glob("[0-9][0-9]_*.ipynb")) if not requires(p)]
     if not steps:
         raise FileNotFoundError(f"no step notebooks in {folder}")

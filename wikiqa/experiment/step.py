@@ -22,6 +22,7 @@ from wikiqa.experiment.notebooks import STEP_ENV
 from wikiqa.experiment.params import ParameterError, StepParameters, parameters
 from wikiqa.experiment.tables import abstention, table
 from wikiqa.experiment.views import resolve_out
+from wikiqa.project import relative_to_root
 
 
 def step(namespace: Mapping[str, Any]) -> RunOutcome:
@@ -119,11 +120,11 @@ def _show_parameters(p: StepParameters, name: str | None, model: str, out: Path)
 
 
 def _short(path: Path) -> str:
-    """A path as a reader should see it: relative to the repository when inside it."""
-    try:
-        return str(path.resolve().relative_to(Path(__file__).resolve().parents[2]))
-    except ValueError:
-        return path.name if path.is_absolute() else str(path)
+    """A path as a reader should see it: relative to the project root when inside it."""
+    inside = relative_to_root(path)
+    if inside is not None:
+        return str(inside)
+    return path.name if path.is_absolute() else str(path)
 
 
 def show(outcome: RunOutcome, row: ChangelogRow | None, name: str) -> None:

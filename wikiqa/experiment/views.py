@@ -15,7 +15,7 @@ from wikiqa.evals.analysis import COLUMNS, render, summarize, task_verdicts, tri
 from wikiqa.evals.analysis.compare import DifferentSuites, compare
 from wikiqa.evals.analysis.stats import count_text, wilson
 from wikiqa.evals.climb.changelog import ChangelogRow, read
-from wikiqa.evals.paths import ROOT
+from wikiqa.project import project_root
 from wikiqa.sources.cassette_drift import Drift, drift
 from wikiqa.sources.cassette_files import Cassette, CassetteError, cassette_of, read_cassette
 
@@ -286,9 +286,9 @@ def run_tasks(frame: pd.DataFrame) -> dict[str, Task]:
 
 def resolve_out(out: str | Path | None) -> Path | None:
     """A notebook's OUT: None stays None (the results folder); a relative path is read from the
-    repository root, wherever the kernel's working directory is (papermill's `--cwd notebooks`
+    project root, wherever the kernel's working directory is (papermill's `--cwd notebooks`
     would make `results/scratch` point into notebooks/)."""
     if out is None or str(out) == "":
         return None
     path = Path(out).expanduser()
-    return path if path.is_absolute() else ROOT / path
+    return path if path.is_absolute() else project_root() / path

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from wikiqa.cli import main
-from wikiqa.evals import CATEGORIES, SUITES, Task, TaskError, load_tasks, resolve_suite
+from wikiqa.evals import CATEGORIES, Task, TaskError, load_tasks, resolve_suite, suites_dir
 from wikiqa.evals.importers import (
     FRESH_QUOTAS,
     LICENCES,
@@ -340,19 +340,19 @@ def test_holdout_split_is_a_seeded_stratified_fifth() -> None:
 
 
 def test_public_holdout_loads_only_with_holdout() -> None:
-    assert resolve_suite("public") == SUITES / "public.jsonl"
-    assert resolve_suite("public", holdout=True) == SUITES / "public_holdout.jsonl"
-    assert resolve_suite("dev", holdout=True) == SUITES / "holdout.jsonl"  # dev's, unchanged
-    for sneaky in ["public_holdout", str(SUITES / "public_holdout.jsonl")]:
+    assert resolve_suite("public") == suites_dir() / "public.jsonl"
+    assert resolve_suite("public", holdout=True) == suites_dir() / "public_holdout.jsonl"
+    assert resolve_suite("dev", holdout=True) == suites_dir() / "holdout.jsonl"  # dev's, unchanged
+    for sneaky in ["public_holdout", str(suites_dir() / "public_holdout.jsonl")]:
         with pytest.raises(TaskError, match="loads only with --holdout"):
             resolve_suite(sneaky)
     with pytest.raises(TaskError, match="do not pass a task file"):
-        resolve_suite(str(SUITES / "public.jsonl"), holdout=True)
+        resolve_suite(str(suites_dir() / "public.jsonl"), holdout=True)
 
 
 def test_fresh_holdout_is_held_out_and_shares_no_question() -> None:
     fresh = resolve_suite("fresh", holdout=True)
-    assert fresh == SUITES / "fresh_holdout.jsonl"
+    assert fresh == suites_dir() / "fresh_holdout.jsonl"
     with pytest.raises(TaskError, match="held-out split only"):
         resolve_suite("fresh")
     for sneaky in ["fresh_holdout", str(fresh)]:
@@ -369,7 +369,10 @@ def test_fresh_holdout_is_held_out_and_shares_no_question() -> None:
         return {" ".join(t.question.casefold().split()) for t in load_tasks(path)}
 
     others = set().union(
-        *(asked(SUITES / f"{n}.jsonl") for n in ("public", "public_holdout", "dev", "holdout"))
+        *(
+            asked(suites_dir() / f"{n}.jsonl")
+            for n in ("public", "public_holdout", "dev", "holdout")
+        )
     )
     assert not asked(fresh) & others
 
@@ -390,7 +393,7 @@ def test_leftovers_take_only_unasked_questions() -> None:
 
 
 def test_the_committed_public_suite() -> None:
-    public = load_tasks(SUITES / "public.jsonl")
+    public = load_tasks(suites_dir() / "public.jsonl")
     holdout = load_tasks(resolve_suite("public", holdout=True))
     both = public + holdout
     counts: Counter[str] = Counter(t.category for t in both)
@@ -472,14 +475,14 @@ def test_the_committed_public_slice_is_the_recipe_and_keeps_every_stratum(
     from collections import Counter
 
     from wikiqa.cli import main
-    from wikiqa.evals import SUITES, load_tasks, resolve_suite
+    from wikiqa.evals import load_tasks, resolve_suite, suites_dir
 
     out = tmp_path / "slice.jsonl"
     assert main(["suite", "slice", "public", "--size", "150", "--out", str(out)]) == 0
-    assert out.read_bytes() == (SUITES / "public_slice.jsonl").read_bytes()
-    assert resolve_suite("public_slice") == SUITES / "public_slice.jsonl"
+    assert out.read_bytes() == (suites_dir() / "public_slice.jsonl").read_bytes()
+    assert resolve_suite("public_slice") == suites_dir() / "public_slice.jsonl"
     sliced = Counter(t.category for t in load_tasks(out))
-    whole = Counter(t.category for t in load_tasks(SUITES / "public.jsonl"))
+    whole = Counter(t.category for t in load_tasks(suites_dir() / "public.jsonl"))
     assert sum(sliced.values()) == 150 and set(sliced) == set(whole)
     for category, n in whole.items():  # largest remainders: within one task of its share
         assert abs(sliced[category] - n * 150 / 566) < 1.5, category

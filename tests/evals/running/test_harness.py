@@ -417,12 +417,14 @@ def test_a_recorded_run_does_not_mark_the_next_one_dirty(tmp_path: Path) -> None
 def test_a_journals_metadata_names_repository_paths_relatively(tmp_path: Path) -> None:
     """A committed journal (a long run resumed next session) holds no machine's path."""
     from wikiqa.evals import RunConfig, run_eval
-    from wikiqa.evals.paths import ROOT
     from wikiqa.evals.running.runner import _portable
+    from wikiqa.project import project_root
 
     outcome = run_eval(RunConfig(limit=1, trials=1, out=tmp_path), progress=False)
     meta = outcome.meta.model_copy(
-        update={"config": outcome.meta.config.model_copy(update={"out": ROOT / "results"})}
+        update={
+            "config": outcome.meta.config.model_copy(update={"out": project_root() / "results"})
+        }
     )
     shown = _portable(meta)
     assert shown.config.out == Path("results")

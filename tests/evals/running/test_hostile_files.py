@@ -20,7 +20,7 @@ import pytest
 
 from wikiqa.cli import main
 from wikiqa.evals import RunConfig, run_eval
-from wikiqa.evals.tasks.task import SUITES
+from wikiqa.project import suites_dir
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -150,11 +150,11 @@ def test_a_copy_of_the_holdout_is_still_the_holdout(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     copy = tmp_path / "my_suite.jsonl"
-    shutil.copy(SUITES / "holdout.jsonl", copy)
+    shutil.copy(suites_dir() / "holdout.jsonl", copy)
     code, err = run(capsys, "eval", "--suite", str(copy), "--out", str(tmp_path))
     assert code == 1 and "ask held-out questions" in err
     # a subset with new ids is caught too: a task is known by its content, not its name
-    lines = (SUITES / "public_holdout.jsonl").read_text().splitlines()[:3]
+    lines = (suites_dir() / "public_holdout.jsonl").read_text().splitlines()[:3]
     renamed = [json.dumps({**json.loads(line), "id": f"mine-{i}"}) for i, line in enumerate(lines)]
     copy.write_text("\n".join(renamed) + "\n")
     code, err = run(capsys, "eval", "--suite", str(copy), "--out", str(tmp_path))
@@ -163,7 +163,7 @@ def test_a_copy_of_the_holdout_is_still_the_holdout(
 
 
 def test_the_holdout_through_stdin_is_refused(tmp_path: Path) -> None:
-    held = (SUITES / "holdout.jsonl").read_bytes()
+    held = (suites_dir() / "holdout.jsonl").read_bytes()
     proc = subprocess.run(
         [sys.executable, "-m", "wikiqa.cli", "eval", "--suite", "/dev/stdin", "--out", str(tmp_path)],
         input=held, capture_output=True, cwd=ROOT, timeout=120, check=False,
@@ -171,7 +171,7 @@ def test_the_holdout_through_stdin_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert b"ask held-out questions" in proc.stderr and b"Traceback" not in proc.stderr
     # and a development suite through stdin runs, hashed from the bytes that were parsed
-    dev = b"\n".join((SUITES / "dev.jsonl").read_bytes().splitlines()[:2]) + b"\n"
+    dev = b"\n".join((suites_dir() / "dev.jsonl").read_bytes().splitlines()[:2]) + b"\n"
     proc = subprocess.run(
         [sys.executable, "-m", "wikiqa.cli", "eval", "--suite", "/dev/stdin", "--trials", "1",
          "--out", str(tmp_path)],

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from wikiqa.evals import CATEGORIES, SUITES, TaskError, load_tasks, resolve_suite
+from wikiqa.evals import CATEGORIES, TaskError, load_tasks, resolve_suite, suites_dir
 from wikiqa.evals.tasks import asserts
 from wikiqa.sources import SnapshotSource
 
@@ -97,9 +97,9 @@ def test_empty_and_missing_files(tmp_path: Path) -> None:
 
 
 def test_holdout_loads_only_when_asked() -> None:
-    assert resolve_suite("dev") == SUITES / "dev.jsonl"
-    assert resolve_suite("dev", holdout=True) == SUITES / "holdout.jsonl"
-    for sneaky in ["holdout", str(SUITES / "holdout.jsonl")]:
+    assert resolve_suite("dev") == suites_dir() / "dev.jsonl"
+    assert resolve_suite("dev", holdout=True) == suites_dir() / "holdout.jsonl"
+    for sneaky in ["holdout", str(suites_dir() / "holdout.jsonl")]:
         with pytest.raises(TaskError, match="loads only with --holdout"):
             resolve_suite(sneaky)
     with pytest.raises(TaskError, match="no such suite"):
@@ -140,7 +140,7 @@ def test_unknown_ops_say_they_failed_closed() -> None:
 
 @pytest.mark.parametrize(("name", "floor"), [("dev", 6), ("holdout", 2)])
 def test_suites_cover_every_category(name: str, floor: int) -> None:
-    tasks = load_tasks(SUITES / f"{name}.jsonl")
+    tasks = load_tasks(suites_dir() / f"{name}.jsonl")
     counts = {c: sum(t.category == c for t in tasks) for c in CATEGORIES}
     for category, count in counts.items():
         wanted = 2 if category == "injection" else floor  # injection is a small marked slice
@@ -156,7 +156,7 @@ def test_suite_tasks_are_decidable_against_the_snapshot(
     name: str, snapshot: SnapshotSource
 ) -> None:
     texts = {title: snapshot.get_article(title).text for title in snapshot.titles()}  # type: ignore[union-attr]
-    for task in load_tasks(SUITES / f"{name}.jsonl"):
+    for task in load_tasks(suites_dir() / f"{name}.jsonl"):
         sources = [snapshot.get_article(t) for t in task.expected_sources]
         assert all(
             a is not None and a.title == t

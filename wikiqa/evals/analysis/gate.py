@@ -14,10 +14,14 @@ import pandas as pd
 from pydantic import BaseModel
 
 from wikiqa.evals.analysis.summary import Summary, summarize
-from wikiqa.evals.paths import REPO_RESULTS
+from wikiqa.project import repo_results
 
-BASELINE = REPO_RESULTS / "baseline.json"  # committed with the code, wherever runs go
 EXIT_REGRESSION = 2
+
+
+def baseline_path() -> Path:
+    """The project's committed baseline, `results/baseline.json`, wherever runs go."""
+    return repo_results() / "baseline.json"
 
 
 class Baseline(BaseModel):
@@ -53,14 +57,16 @@ def baseline_from(frame: pd.DataFrame) -> Baseline:
     )
 
 
-def write_baseline(frame: pd.DataFrame, path: Path = BASELINE) -> Baseline:
+def write_baseline(frame: pd.DataFrame, path: Path | None = None) -> Baseline:
+    path = path if path is not None else baseline_path()
     baseline = baseline_from(frame)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(baseline.model_dump(), indent=2, sort_keys=True) + "\n")
     return baseline
 
 
-def read_baseline(path: Path = BASELINE) -> Baseline:
+def read_baseline(path: Path | None = None) -> Baseline:
+    path = path if path is not None else baseline_path()
     try:
         return Baseline.model_validate_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -27,14 +27,11 @@ from wikiqa.agent.citing import UNRESOLVED
 from wikiqa.evals.graders import grade
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.running.journal import Journal
-from wikiqa.evals.tasks.task import SUITES, Task, load_tasks
+from wikiqa.evals.tasks.task import Task, load_tasks
 from wikiqa.inputs import MiB, read_objects, validate
 from wikiqa.models import MAX_ANSWER
+from wikiqa.project import suites_dir
 from wikiqa.sources import InjectionSource, WikiSource
-
-LABELS = SUITES.parent / "labels" / "grader_labels.jsonl"
-# Answers the local SmolLM2-135M model really produced, labelled by hand.
-MODEL_LABELS = SUITES.parent / "labels" / "smollm2_labels.jsonl"
 
 
 class LabelledExample(BaseModel):
@@ -55,7 +52,7 @@ class LabelError(ValueError):
 VERDICTS = frozenset({"pass", "fail", "n/a"})
 
 
-def load_labels(path: Path = LABELS) -> list[LabelledExample]:
+def load_labels(path: Path) -> list[LabelledExample]:
     """Parse a label file (JSON lines); every problem names the file and line."""
     examples, seen = [], set()
     for lineno, record in read_objects(path, 64 * MiB, "label file", LabelError):
@@ -182,9 +179,11 @@ def compare(
     examples: list[LabelledExample],
     source: WikiSource,
     judge: Judge | None = None,
-    suite: Path | list[Path] = SUITES / "dev.jsonl",
+    suite: Path | list[Path] | None = None,
 ) -> pd.DataFrame:
-    """One row per example x labelled dimension: the human's verdict and the grader's."""
+    """One row per example x labelled dimension: the human's verdict and the grader's, the
+    tasks read from `suite` (the project's dev suite when None)."""
+    suite = suite if suite is not None else suites_dir() / "dev.jsonl"
     suites = suite if isinstance(suite, list) else [suite]
     tasks = {t.id: t for path in suites for t in load_tasks(path)}
     rows = []

@@ -19,12 +19,13 @@ from importlib.metadata import version
 from pathlib import Path
 
 from wikiqa.evals.analysis.summary import summarize
-from wikiqa.evals.paths import ROOT, git_sha
+from wikiqa.evals.paths import git_sha
 from wikiqa.evals.running.frame import to_frame, write_parquet
 from wikiqa.evals.running.journal import Journal, journal_dir
 from wikiqa.evals.running.records import RunMeta
 from wikiqa.evals.running.runner import RunOutcome, graded_again, slug
 from wikiqa.evals.tasks.task import bytes_hash, parse_tasks, read_suite
+from wikiqa.project import project_root
 from wikiqa.secrets import scrub
 
 
@@ -40,8 +41,8 @@ def regrade(run_id: str, out: Path, change: str) -> RunOutcome:
     meta = RunMeta.model_validate_json((folder / "meta.json").read_text(encoding="utf-8"))
     if meta.judge is not None:
         raise RegradeError(f"{run_id} was graded with judge {meta.judge}: regrading would call it")
-    suite_path = Path(meta.suite_path)  # a committed journal names it from the repository
-    suite_path = suite_path if suite_path.is_absolute() else ROOT / suite_path
+    suite_path = Path(meta.suite_path)  # a committed journal names it from the project root
+    suite_path = suite_path if suite_path.is_absolute() else project_root() / suite_path
     raw = read_suite(suite_path)
     if bytes_hash(raw) != meta.suite_hash:
         raise RegradeError(f"{run_id} used suite {meta.suite_hash}; {suite_path} is now another")

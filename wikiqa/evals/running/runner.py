@@ -30,7 +30,7 @@ from tqdm import tqdm
 from wikiqa.agent import Agent, AgentConfig, prompt_hash
 from wikiqa.evals.analysis.summary import Summary, summarize
 from wikiqa.evals.graders import Judge, check_not_self, decision_of, error_grades, grade
-from wikiqa.evals.paths import ROOT, git_sha
+from wikiqa.evals.paths import git_sha
 from wikiqa.evals.running.cache import (
     Cache,
     CachingModel,
@@ -53,6 +53,7 @@ from wikiqa.evals.tasks.task import (
     resolve_suite,
 )
 from wikiqa.models import Model, ModelUnavailable
+from wikiqa.project import relative_to_root
 from wikiqa.registry import open_source
 from wikiqa.secrets import scrub
 from wikiqa.sources import InjectionSource, WikiSource
@@ -359,16 +360,9 @@ def run_eval(config: RunConfig, resume: str | None = None, **kwargs: Any) -> Run
 
 def _portable(meta: RunMeta) -> RunMeta:
     """The metadata as a journal is committed: its results folder and suite file relative to
-    the repository when inside it, so no machine's path is committed (a resume writes where it
+    the project root when inside it, so no machine's path is committed (a resume writes where it
     is resumed, and reads its suite from the config)."""
-
-    def inside(path: Path) -> Path | None:
-        try:
-            return path.resolve().relative_to(ROOT)
-        except ValueError:
-            return None
-
-    out, suite = inside(meta.config.out), inside(Path(meta.suite_path))
+    out, suite = relative_to_root(meta.config.out), relative_to_root(Path(meta.suite_path))
     config = meta.config.model_copy(update={"out": out}) if out is not None else meta.config
     return meta.model_copy(
         update={"config": config, "suite_path": str(suite) if suite else meta.suite_path}

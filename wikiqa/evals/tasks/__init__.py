@@ -5,7 +5,6 @@ from wikiqa.evals.tasks import asserts
 from wikiqa.evals.tasks.task import (
     CATEGORIES,
     DIMENSIONS,
-    SUITES,
     Category,
     Dimension,
     Injection,
@@ -24,7 +23,6 @@ from wikiqa.evals.tasks.task import (
 __all__ = [
     "CATEGORIES",
     "DIMENSIONS",
-    "SUITES",
     "Category",
     "Dimension",
     "Injection",

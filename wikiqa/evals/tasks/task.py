@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from wikiqa.evals.tasks import asserts
 from wikiqa.inputs import MiB, parse_jsonl, read_bounded, validate
+from wikiqa.project import suites_dir
 from wikiqa.sources import Plant
 
 Category = Literal[
@@ -29,7 +30,6 @@ CATEGORIES: tuple[Category, ...] = (
 DIMENSIONS: tuple[Dimension, ...] = (
     "faithfulness", "correctness", "completeness", "attribution", "calibration",
 )  # fmt: skip
-SUITES = Path(__file__).resolve().parents[3] / "experiments" / "suite"
 
 
 class TaskError(ValueError):
@@ -151,11 +151,12 @@ def bytes_hash(raw: bytes) -> str:
 def held_out_questions() -> set[str]:
     """Fingerprints of every held-out task: a held-out task is known by its content,
     so a copy, a subset or `/dev/stdin` cannot smuggle one into a development run."""
+    folder = suites_dir()
     return {
         _fingerprint(t)
         for name in HOLDOUTS.values()
-        if (SUITES / f"{name}.jsonl").exists()
-        for t in load_tasks(SUITES / f"{name}.jsonl")
+        if (folder / f"{name}.jsonl").exists()
+        for t in load_tasks(folder / f"{name}.jsonl")
     }
 
 
@@ -185,8 +186,9 @@ def resolve_suite(suite: str, holdout: bool = False) -> Path:
     """`dev`, `public`, another committed suite by name (`public_slice`), or a path; with holdout=True, the named suite's held-out split (`dev`'s
     is `holdout.jsonl`, `public`'s `public_holdout.jsonl`; `fresh` is a held-out split only,
     `fresh_holdout.jsonl`). No held-out split ever loads without holdout=True, by name or by
-    path."""
-    held = {SUITES / f"{name}.jsonl" for name in HOLDOUTS.values()}
+    path. Named suites are read from the project's `experiments/suite/` (`wikiqa.project`)."""
+    folder = suites_dir()
+    held = {folder / f"{name}.jsonl" for name in HOLDOUTS.values()}
     if holdout:
         by_split = {split: split for split in HOLDOUTS.values()}
         name = HOLDOUTS.get(suite) or by_split.get(suite)
@@ -195,11 +197,11 @@ def resolve_suite(suite: str, holdout: bool = False) -> Path:
                 "--holdout runs a named suite's held-out split (dev, public or fresh); "
                 "do not pass a task file with it"
             )
-        return SUITES / f"{name}.jsonl"
+        return folder / f"{name}.jsonl"
     # a bare name is a committed suite (dev, public, public_slice, ...); anything else a path
-    bare = suite.isidentifier() and (SUITES / f"{suite}.jsonl").exists()
+    bare = suite.isidentifier() and (folder / f"{suite}.jsonl").exists()
     named = suite in HOLDOUTS or suite in HOLDOUTS.values() or bare
-    path = SUITES / f"{suite}.jsonl" if named else Path(suite)
+    path = folder / f"{suite}.jsonl" if named else Path(suite)
     if any(path.resolve() == h.resolve() for h in held):
         raise TaskError("the held-out suite loads only with --holdout (run it once, at the end)")
     if named and not path.exists() and suite in HOLDOUTS:
