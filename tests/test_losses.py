@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from wikiqa.evals import RunConfig, journal_dir, run_eval
-from wikiqa.evals.paths import ROOT
 from wikiqa.experiment import losses_by_stage, losses_text
 from wikiqa.models import ScriptedModel
 from wikiqa.models.protocol import Message, ModelTurn, UserMessage
+from wikiqa.project import project_root
 from wikiqa.sources import SnapshotSource
 
 DIMENSIONS = ["faithfulness", "correctness", "attribution", "calibration"]
+ROOT = project_root()
 REPORT = ROOT / "results" / "reports" / "qwen-climb.md"
 
 

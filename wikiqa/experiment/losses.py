@@ -37,11 +37,11 @@ from wikiqa.evals.analysis.stats import count_text
 from wikiqa.evals.graders import correctness_of
 from wikiqa.evals.graders.aliases import stated
 from wikiqa.evals.labels.validation import LabelledExample, proposals
-from wikiqa.evals.paths import ROOT
 from wikiqa.evals.running.journal import Journal
 from wikiqa.evals.running.records import RunMeta
 from wikiqa.evals.tasks.task import Task, load_tasks
 from wikiqa.models import CitationArg, SubmitArgs
+from wikiqa.project import project_root
 from wikiqa.sources import SnapshotSource, WikiSource
 from wikiqa.text import sentences
 
@@ -154,7 +154,7 @@ def _run_journal(folder: Path) -> tuple[Path, RunMeta, dict[str, Task]]:
         raise ValueError(f"{folder}: no meta.json (not a run's journal folder)")
     meta = RunMeta.model_validate_json(meta_path.read_text(encoding="utf-8"))
     suite = Path(meta.suite_path)
-    suite = suite if suite.is_absolute() else ROOT / suite
+    suite = suite if suite.is_absolute() else project_root() / suite
     return folder / "journal.jsonl", meta, {t.id: t for t in load_tasks(suite)}
 
 
