@@ -138,9 +138,9 @@ def test_a_run_records_the_cap_its_model_was_called_with(
     # and so is finishing it with another lever (a notebook's RESUME takes the notebook's)
     for lever in (
         {"cite_sentences": True}, {"abstain_below": 0.4}, {"read_first": 2},
-        {"model": "extractive:abstain=0.4"},
+        {"model": "extractive:hits_read=5"},
     ):  # fmt: skip
-        other = config.model_copy(update=lever)
+        other = RunConfig.model_validate(config.model_dump() | lever)
         with pytest.raises(ValueError, match=f"was made with {next(iter(lever))}="):
             run_eval(other, outcome.meta.run_id, model=Capped(256, 20), source=tiny, progress=False)
         assert (folder / "journal.jsonl").read_text() == journal

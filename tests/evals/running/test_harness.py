@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from wikiqa.agent import AgentConfig
 from wikiqa.evals import (
     META_COLUMNS,
     HoldoutRefused,
@@ -311,7 +312,9 @@ def test_each_recorded_run_carries_its_paired_delta_against_the_previous_one(
     first = run_eval(cfg, source=tiny, progress=False)
     row_a = record(first, "record")
     assert row_a is not None and row_a.delta is None  # nothing comparable before it
-    second = run_eval(cfg.model_copy(update={"read_first": 1}), source=tiny, progress=False)
+    second = run_eval(
+        cfg.model_copy(update={"agent": AgentConfig(read_first=1)}), source=tiny, progress=False
+    )
     row_b = record(second, "record")
     assert row_b is not None and row_b.delta is not None
     assert row_b.delta.vs == first.meta.run_id
@@ -328,17 +331,17 @@ def test_a_step_names_the_step_its_delta_is_paired_with(
     cfg = config(suite, tmp_path, trials=1)
     base = run_eval(cfg.model_copy(update={"experiment": "09_base"}), source=tiny, progress=False)
     assert record(base, "record") is not None
-    other = cfg.model_copy(update={"experiment": "10_other", "read_first": 1})
+    other = cfg.model_copy(update={"experiment": "10_other", "agent": AgentConfig(read_first=1)})
     between = record(run_eval(other, source=tiny, progress=False), "record")
     assert (
         between is not None and between.delta is not None and between.delta.vs == base.meta.run_id
     )
-    lever = cfg.model_copy(update={"experiment": "11_lever", "read_first": 2})
+    lever = cfg.model_copy(update={"experiment": "11_lever", "agent": AgentConfig(read_first=2)})
     row = record(run_eval(lever, source=tiny, progress=False), "record", against="09_base")
     assert row is not None and row.delta is not None
     assert row.delta.vs == base.meta.run_id  # not 10_other, the suite's last row
     assert row.delta.vs_experiment == "09_base" and row.delta_note is None
-    nowhere = cfg.model_copy(update={"experiment": "12_lever", "read_first": 3})
+    nowhere = cfg.model_copy(update={"experiment": "12_lever", "agent": AgentConfig(read_first=3)})
     orphan = record(run_eval(nowhere, source=tiny, progress=False), "record", against="08_gone")
     assert orphan is not None and orphan.delta is None
     assert orphan.delta_note == "08_gone has no change-log row of this suite version to pair with"
@@ -370,7 +373,7 @@ def test_rerunning_a_recorded_step_with_identical_inputs_adds_no_row(
     record(run_eval(changed, source=tiny, progress=False), "record")
     assert len(changelog.read(cfg.out)) == 2
     # a parameter outside the change text is a different run too (found on a clean CI clone)
-    lever = changed.model_copy(update={"read_first": 1})
+    lever = changed.model_copy(update={"agent": AgentConfig(read_first=1)})
     record(run_eval(lever, source=tiny, progress=False), "record")
     assert len(changelog.read(cfg.out)) == 3
     # ... but where it writes and how fast are not
