@@ -12,7 +12,7 @@ from wikiqa.agent import Agent, AgentConfig, Answer, Refusal
 from wikiqa.agent.citing import UNRESOLVED
 from wikiqa.agent.grounding import citation_problems
 from wikiqa.agent.prompts import prompt_hash, system_prompt, tools_for
-from wikiqa.evals import RunConfig, run_eval
+from wikiqa.evals import RunConfig, RunLog, TrialRecord, run_eval
 from wikiqa.evals.labels.validation import UNREADABLE, _proposed, proposals
 from wikiqa.evals.running.runner import RunOutcome
 from wikiqa.experiment.params import parameters
@@ -141,11 +141,11 @@ def _run_of(
     return run_eval(config, model=ScriptedModel(script), source=tiny, progress=False)
 
 
-def _journal_of(
+def _trials_of(
     tiny: SnapshotSource, tmp_path: Path, script: list[list[Any]], read_first: int = 3
-) -> Path:
+) -> dict[tuple[str, int], TrialRecord]:
     outcome = _run_of(tiny, tmp_path, script, read_first)
-    return tmp_path / "journals" / outcome.meta.run_id / "journal.jsonl"
+    return RunLog.load(tmp_path, outcome.meta.run_id).trials
 
 
 def test_a_run_records_the_lever_and_its_proposals_read_as_quotes(
@@ -157,7 +157,7 @@ def test_a_run_records_the_lever_and_its_proposals_read_as_quotes(
     assert outcome.meta.prompt_hash == prompt_hash(AgentConfig(cite_sentences=True))
     cells = outcome.summary.cells["factual"]
     assert cells["faithfulness"].passes == 1 and cells["attribution"].passes == 1
-    [proposal] = proposals(tmp_path / "journals" / outcome.meta.run_id / "journal.jsonl")
+    [proposal] = proposals(RunLog.load(tmp_path, outcome.meta.run_id).trials)
     assert isinstance(proposal.answer, Answer) and proposal.answer.citations[0].quote == SECOND
 
 
@@ -179,8 +179,7 @@ def test_a_citation_the_loop_rejected_is_never_read_back_as_dropped(
     assert call["quoted"]["citations"] == [
         {"title": "Grace Hopper", "quote": SECOND}, {"title": "Grace Hopper", "quote": UNRESOLVED}
     ]  # fmt: skip
-    journal = _journal_of(tiny, tmp_path, [FETCH, both, both])
-    [proposal] = proposals(journal)
+    [proposal] = proposals(_trials_of(tiny, tmp_path, [FETCH, both, both]))
     assert isinstance(proposal.answer, Answer)
     assert [c.quote for c in proposal.answer.citations] == [SECOND, UNRESOLVED]
     fetched = fetched_of(tiny, "Grace Hopper")
@@ -223,7 +222,7 @@ def test_a_fetch_and_a_citation_in_one_turn_replay_as_the_loop_ran_them(
 ) -> None:
     # the loop fetched, then resolved and accepted the citation; its replay must see the fetch
     turn = [[FETCH[0], _cite("Grace Hopper", 2)[0]]]
-    [proposal] = proposals(_journal_of(tiny, tmp_path, turn, read_first=0))
+    [proposal] = proposals(_trials_of(tiny, tmp_path, turn, read_first=0))
     assert proposal.retrieved == ["Grace Hopper"]  # fetched in the proposal's own turn
     assert isinstance(proposal.answer, Answer)
     cites = [CitationArg(title=c.title, quote=c.quote) for c in proposal.answer.citations]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.runlogs import cut_after, trial_keys
 from wikiqa.cli import main
 from wikiqa.evals.climb import changelog
 from wikiqa.experiment import StepFailed, execute, experiments_dir
@@ -127,39 +128,29 @@ def test_a_row_after_a_suite_change_says_why_it_has_no_delta(tmp_path: Path) -> 
 def test_a_step_cut_off_resumes_with_resume_and_runs_only_what_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A long step (the Qwen climb's) outlives a session: its journal is committed and the next
-    session finishes it with RESUME, running only the trials the journal lacks."""
+    """A long step outlives a session: its log is committed and the next session finishes it
+    with RESUME, running only the trials the log lacks."""
     from wikiqa import experiment
 
     monkeypatch.setenv("WIKIQA_STEP", "09_resumed")
     namespace = {"TRIALS": 1, "LIMIT": 3, "OUT": str(tmp_path), "CHANGE": "c", "KIND": "model"}
     first = experiment.step(namespace)
-    journal = tmp_path / "journals" / first.meta.run_id / "journal.jsonl"
-    journal.write_text(journal.read_text().splitlines()[0] + "\n")  # cut off after one trial
+    log = cut_after(tmp_path, first.meta.run_id, 1)
     again = experiment.step(namespace | {"RESUME": first.meta.run_id})
     assert again.meta.run_id == first.meta.run_id and again.trials_run == 2
-    assert len(journal.read_text().splitlines()) == 3
+    assert len(trial_keys(log)) == 3
 
 
-def test_a_committed_journal_resumes_into_the_folder_it_is_resumed_in(
+def test_a_committed_log_resumes_into_the_folder_it_is_resumed_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A committed meta.json names its folder relative to the repository ("results"); resumed
-    from a notebook (working directory experiments/), the run's row once went to
-    experiments/results/. The folder is the one the resume was given."""
-    import json
-
+    """A log names no folder: resumed from a notebook (working directory experiments/), the
+    run's row goes to the folder the resume was given."""
     from wikiqa.evals import RunConfig, evaluate, run_eval
 
     out = tmp_path / "results"
     first = run_eval(RunConfig(limit=3, trials=1, out=out, change="c"), progress=False)
-    folder = out / "journals" / first.meta.run_id
-    (folder / "journal.jsonl").write_text(
-        (folder / "journal.jsonl").read_text().splitlines()[0] + "\n"
-    )
-    meta = json.loads((folder / "meta.json").read_text())
-    meta["config"]["out"] = "results"  # as committed
-    (folder / "meta.json").write_text(json.dumps(meta))
+    cut_after(out, first.meta.run_id, 1)
     elsewhere = tmp_path / "experiments"
     elsewhere.mkdir()
     monkeypatch.setenv(ROOT_ENV, str(project_root()))  # its suite: this project's dev

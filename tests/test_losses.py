@@ -1,5 +1,5 @@
 """Losses by stage (`wikiqa.experiment.losses`): where a recorded run's answerable trials lost
-the gold answer, read from its journal; and the figures table of the report page that cites it."""
+the gold answer, read from its log; and the figures table of the report page that cites it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from wikiqa.evals import RunConfig, journal_dir, run_eval
+from wikiqa.evals import RunConfig, log_path, run_eval
 from wikiqa.experiment import losses_by_stage, losses_text
 from wikiqa.models import ScriptedModel
 from wikiqa.models.protocol import Message, ModelTurn, UserMessage
@@ -123,7 +123,7 @@ def test_each_lost_trial_is_put_down_to_its_stage(
     tiny: SnapshotSource, four_trials: tuple[Path, str]
 ) -> None:
     out, run_id = four_trials
-    figures = losses_by_stage(journal_dir(out, run_id), tiny)
+    figures = losses_by_stage(run_id, tiny, out=out)
     assert figures["run_id"] == run_id and figures["trials"] == 4
     assert figures["expected_fetched"] == 3  # Everest's article was never fetched
     assert figures["in_reach"] == 3 and figures["gold_proposed"] == 3
@@ -145,20 +145,19 @@ def test_each_lost_trial_is_put_down_to_its_stage(
     assert "quote not verbatim     1/2" in text and "answer not in quotes   1/2" in text
 
 
-def test_a_run_is_found_by_its_id_or_its_journal_file(
+def test_a_run_is_found_by_its_id_or_its_log_file(
     tiny: SnapshotSource, four_trials: tuple[Path, str]
 ) -> None:
     out, run_id = four_trials
-    by_folder = losses_by_stage(journal_dir(out, run_id), tiny)
-    assert losses_by_stage(run_id, tiny, out=out) == by_folder
-    assert losses_by_stage(journal_dir(out, run_id) / "journal.jsonl", tiny) == by_folder
+    by_id = losses_by_stage(run_id, tiny, out=out)
+    assert losses_by_stage(log_path(out, run_id), tiny) == by_id
 
 
-def test_a_folder_that_is_no_run_and_an_unknown_run_id_are_errors(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"no meta\.json"):
-        losses_by_stage(tmp_path)
-    with pytest.raises(ValueError, match="no journal of run 'nope'"):
+def test_an_unknown_run_id_and_a_path_are_errors(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no log of run 'nope'"):
         losses_by_stage("nope", out=tmp_path)
+    with pytest.raises(ValueError, match="is not a run id"):
+        losses_by_stage("../../etc", out=tmp_path)
 
 
 def _figures_table(page: Path, heading: str) -> list[dict[str, str]]:
@@ -190,14 +189,14 @@ def _columns(figures: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def test_the_reports_figures_are_what_the_committed_journals_give(
+def test_the_reports_figures_are_what_the_committed_logs_give(
     snapshot: SnapshotSource,
 ) -> None:
     rows = _figures_table(REPORT, "### Losses by stage")
     assert len(rows) == 10
     for row in rows:
         run_id = row["run"].strip("`")
-        figures = losses_by_stage(ROOT / "results" / "journals" / run_id, snapshot)
+        figures = losses_by_stage(run_id, snapshot, out=ROOT / "results")
         expected = _columns(figures)
         assert set(expected) <= set(row), sorted(set(expected) - set(row))
         assert {k: int(row[k]) for k in expected} == expected, run_id

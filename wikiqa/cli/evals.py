@@ -67,43 +67,47 @@ def _tell(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _resumed(config: Any, resume: str) -> Any:
+    """The configuration that resumes run `resume`: what it measured (suite, trials, limit,
+    levers not given now) from its log, where it runs from the command line, and its model,
+    judge and source from the command line too: a log never names where a request (and the key
+    on it) goes. The runner refuses any difference from the log, naming it."""
+    from wikiqa.evals import results_dir, scratch_dir
+    from wikiqa.evals.running.runlog import RunLog, RunLogError, log_path
+    from wikiqa.outputs import check_run_id
+
+    try:
+        check_run_id(resume)
+    except ValueError as err:
+        raise CliError(str(err), EXIT_USAGE) from None
+    # a run is resumed where it was written: the folder given, the climb or the scratch area
+    places = [config.out, results_dir(), scratch_dir()]
+    out = next((o for o in places if log_path(o, resume).exists()), None)
+    if out is None:
+        raise CliError(f"no run {resume!r} under {config.out / 'runs'}")
+    try:
+        logged = RunLog.load(out, resume).meta.config
+    except RunLogError as err:
+        raise CliError(str(err)) from None
+    measured = ("suite", "holdout", "trials", "limit", "experiment", "change", "kind")
+    return config.model_copy(
+        update={name: getattr(logged, name) for name in measured}
+        | {"out": out, "agent": logged.agent.model_copy(update=config.agent.changed())}
+    )
+
+
 def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "explore") -> Any:
     """Run (or resume) and record by `policy`: the change-log row, if any, is `climb`'s call."""
-    from wikiqa.evals import (
-        ExecutorError,
-        HoldoutRefused,
-        RunConfig,
-        RunMeta,
-        SelfJudging,
-        TaskError,
-        evaluate,
-        journal_dir,
-        results_dir,
-        scratch_dir,
-    )
+    from wikiqa.evals import ExecutorError, HoldoutRefused, SelfJudging, TaskError, evaluate
+    from wikiqa.evals.running.locks import Busy
+    from wikiqa.evals.running.runlog import RunLogError
 
     try:
         if resume:
-            # a run is resumed where it was written: the climb or the scratch area
-            places = [config.out, results_dir(), scratch_dir()]
-            out = next((o for o in places if (journal_dir(o, resume) / "meta.json").exists()), None)
-            if out is None:
-                raise CliError(f"no run {resume!r} under {config.out / 'journals'}")
-            config = config.model_copy(update={"out": out})
-            meta_path = journal_dir(out, resume) / "meta.json"
-            saved = RunMeta.model_validate_json(meta_path.read_text()).config
-            config = RunConfig(
-                **saved.model_dump()
-                # how a run executes is not what it measures: the resumed part runs as asked now
-                | {
-                    "concurrency": config.concurrency,
-                    "out": config.out,
-                    "executor": config.executor,
-                }
-            )
+            config = _resumed(config, resume)
         outcome, _ = evaluate(config, policy, resume, progress=progress, notify=_tell)
         return outcome
-    except (TaskError, HoldoutRefused, SelfJudging, SnapshotError) as err:
+    except (TaskError, HoldoutRefused, SelfJudging, SnapshotError, RunLogError, Busy) as err:
         raise CliError(str(err)) from err
     except ExecutorError as err:  # Ray missing, or the cluster unreachable
         raise CliError(str(err), EXIT_UNAVAILABLE) from err
@@ -167,7 +171,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 trials = gate.read_baseline(args.baseline).trials
             args.trials = trials
             outcome = _evaluate(_run_config(args), None, progress=False)
-            frame = pd.read_parquet(outcome.parquet)
+            frame = outcome.frame  # the run in memory: nothing it wrote is read back
     if args.write_baseline:
         baseline = gate.write_baseline(frame, args.baseline)
         print(f"wrote {args.baseline} from run {baseline.run_id}")
@@ -223,21 +227,83 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 def cmd_regrade(args: argparse.Namespace) -> int:
     from wikiqa.evals import record, render, results_dir
     from wikiqa.evals.climb import delta_text
-    from wikiqa.evals.running.regrade import RegradeError, regrade
+    from wikiqa.evals.running import regrade as regrading
+    from wikiqa.outputs import check_run_id
 
     out = args.out or results_dir()
+    judge = _judge_for(args.judge) if args.judge else None
+    if args.all:
+        runs = regrading.logged_runs(out)
+        if not runs:
+            raise CliError(f"no run logs under {out / 'runs'}")
+    elif args.run is None:
+        raise CliError("name a run to regrade, or --all with --check", EXIT_USAGE)
+    else:
+        try:
+            runs = [check_run_id(args.run)]
+        except ValueError as err:
+            raise CliError(str(err), EXIT_USAGE) from None
     try:
-        outcome = regrade(args.run, out, args.change)
-    except (RegradeError, OSError) as err:
+        if args.check or args.all:
+            total = changed = 0
+            for run in runs:
+                moved, compared = regrading.check(run, out, judge)
+                print(f"{run}: {moved} of {compared} verdicts differ from its parquet")
+                total, changed = total + compared, changed + moved
+            print(f"{changed} of {total} verdicts changed across {len(runs)} runs")
+            return 1 if changed else 0
+        if not args.change:
+            raise CliError("--change says what changed in the graders", EXIT_USAGE)
+        outcome = regrading.regrade(runs[0], out, args.change, judge)
+    except (regrading.RegradeError, OSError) as err:
         raise CliError(str(err)) from err
     print(render(outcome.summary))
     print()
-    print(f"run {outcome.meta.run_id}: {args.run}'s answers, regraded (0 model calls)")
+    print(
+        f"run {outcome.meta.run_id}: {args.run}'s answers, regraded (0 model calls, "
+        f"{outcome.judge_calls} judge calls)"
+    )
     print(f"parquet: {outcome.parquet}")
     if args.record:
-        row = record(outcome, "record", against=args.run)
+        from wikiqa.evals.running.locks import Busy, folder_lock
+
+        try:
+            with folder_lock(out):
+                row = record(outcome, "record", against=args.run)
+        except Busy as err:
+            raise CliError(str(err)) from None
         if row is not None:
             print(f"change log: kind grader, paired Δ {delta_text(row)}")
+    return 0
+
+
+def _judge_for(spec: str) -> Any:
+    """A regrade's judge: its calls through the response cache, one namespace per trial (as the
+    run made them), so an unchanged verdict costs no call."""
+    from wikiqa.evals.graders.judge import Judge
+    from wikiqa.evals.running.cache import CachingModel, ResponseCache, cache_path
+    from wikiqa.evals.running.served import open_run_model
+
+    try:
+        model = open_run_model(spec)
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    cache = ResponseCache(cache_path())
+    return lambda trial: Judge(CachingModel(model, cache, f"judge:trial={trial}"))
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from wikiqa.evals import results_dir
+    from wikiqa.evals.running.legacy import convert
+    from wikiqa.evals.running.runlog import RunLogError
+
+    out = args.out or results_dir()
+    for folder in args.journals:
+        try:
+            log = convert(folder, out)
+        except (RunLogError, OSError) as err:
+            raise CliError(str(err)) from err
+        print(f"{folder} -> {log.path} ({len(log.trials)} trials)")
     return 0
 
 
@@ -262,13 +328,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     again = sub.add_parser(
         "regrade",
-        help="grade a journaled run's answers again with today's graders (no model call)",
-        description="A new run holding RUN_ID's journaled results with fresh grades, kind "
+        help="grade a logged run's answers again with today's graders (no model call)",
+        description="A new run holding RUN_ID's logged results with fresh grades, kind "
         "grader; with --record its change-log row is paired with the original's, so the Δ is "
-        "the graders' alone. The run must be complete and graded without a judge.",
+        "the graders' alone. The run must be complete. --check (or --all) writes nothing: it "
+        "counts the verdicts that differ from each run's parquet, and exits 1 if any does.",
     )
-    again.add_argument("run", metavar="RUN_ID", help="a run with a journal (results/journals/)")
-    again.add_argument("--change", required=True, help="what changed in the graders")
+    again.add_argument("run", metavar="RUN_ID", nargs="?", help="a run with a log (results/runs/)")
+    again.add_argument("--change", help="what changed in the graders")
+    again.add_argument("--judge", help="the judge the run was graded with (its calls cached)")
+    again.add_argument("--check", action="store_true", help="count changed verdicts; write nothing")
+    again.add_argument("--all", action="store_true", help="--check every logged run")
     again.add_argument("--out", type=Path, help="results directory (default: results/)")
     again.add_argument("--record", action="store_true", help="append it to the change log")
     again.set_defaults(func=cmd_regrade)
+
+    convert = sub.add_parser(
+        "convert-journal",
+        help="convert a run recorded before run logs (meta.json + journal.jsonl) into one",
+    )
+    convert.add_argument("journals", nargs="+", type=Path, metavar="FOLDER")
+    convert.add_argument("--out", type=Path, help="results directory (default: results/)")
+    convert.set_defaults(func=cmd_convert)

@@ -5,7 +5,7 @@ One room per stage, each importing only the rooms below it (an import-linter lay
   undecided answers at human rates); prompt-injection and misinformation drills; public sets
   turned into task lines;
 - `climb`: the change log and `record(outcome, policy)`, the one owner of the run record;
-- `running`: tasks x trials through the agent, graded, journaled, cached, written as parquet;
+- `running`: tasks x trials through the agent, logged, graded, cached, written as parquet;
 - `analysis`: reducers, the summary and its rendering, intervals and paired tests, SimpleQA
   outcomes, confidence, comparisons, the CI gate;
 - `graders`: one function per dimension, the judges, gold-answer aliases;
@@ -26,13 +26,15 @@ from wikiqa.evals.paths import git_sha, results_dir, scratch_dir
 from wikiqa.evals.running import (
     META_COLUMNS,
     ExecutorError,
-    Journal,
     RunConfig,
+    RunLog,
+    RunLogError,
     RunMeta,
     Runner,
     RunOutcome,
     TrialRecord,
-    journal_dir,
+    find_log,
+    log_path,
     run_eval,
 )
 from wikiqa.evals.tasks import (
@@ -55,10 +57,11 @@ __all__ = [
     "Grade",
     "HoldoutRefused",
     "InfrastructureFailure",
-    "Journal",
     "Judge",
     "Policy",
     "RunConfig",
+    "RunLog",
+    "RunLogError",
     "RunMeta",
     "RunOutcome",
     "Runner",
@@ -68,10 +71,11 @@ __all__ = [
     "TaskError",
     "TrialRecord",
     "evaluate",
+    "find_log",
     "git_sha",
     "grade",
-    "journal_dir",
     "load_tasks",
+    "log_path",
     "record",
     "render",
     "resolve_suite",

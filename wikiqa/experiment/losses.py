@@ -1,6 +1,6 @@
 """Losses by stage: where a recorded run's answerable trials lost the gold answer.
 
-Read from the run's journal alone, without a model call, so it works for any model and for a
+Read from the run's log alone, without a model call, so it works for any model and for a
 run cut off halfway. For each trial of an answerable factual task (injection tasks and trials
 lost to infrastructure errors left out):
 
@@ -32,13 +32,13 @@ from typing import Any
 from wikiqa.agent import Answer, quotable_text
 from wikiqa.agent.decide import support_problems
 from wikiqa.agent.grounding import Fetched, citation_problems, repaired, trimmed
-from wikiqa.evals import journal_dir, results_dir
+from wikiqa.evals import results_dir
 from wikiqa.evals.analysis.stats import count_text
 from wikiqa.evals.graders import correctness_of
 from wikiqa.evals.graders.aliases import stated
 from wikiqa.evals.labels.validation import LabelledExample, proposals
-from wikiqa.evals.running.journal import Journal
 from wikiqa.evals.running.records import RunMeta
+from wikiqa.evals.running.runlog import find_log
 from wikiqa.evals.tasks.task import Task, load_tasks
 from wikiqa.models import CitationArg, SubmitArgs
 from wikiqa.project import project_root
@@ -54,17 +54,21 @@ def losses_by_stage(
 ) -> dict[str, Any]:
     """The stage counts over a run's answerable factual trials (see the module docstring).
 
-    `run` is a run id (its journal looked up under the results folder `out`, then its scratch
-    area) or a journal folder (`results/journals/RUN_ID`, or its `journal.jsonl`); `source` is
-    the run's source (default: the shipped snapshot)."""
-    path, meta, tasks = _run_journal(_journal_folder(run, out))
+    `run` is a run id (its log looked up under the results folder `out`, then its scratch
+    area) or a run log file (`results/runs/RUN_ID.log.jsonl`); `source` is the run's source
+    (default: the shipped snapshot)."""
+    log = find_log(run, out or results_dir())
+    meta, path = log.meta, log.path
+    suite = Path(meta.suite_path)
+    suite = suite if suite.is_absolute() else project_root() / suite
+    tasks = {t.id: t for t in load_tasks(suite)}
     source = source if source is not None else SnapshotSource()
     by_trial: dict[tuple[str, int], list[LabelledExample]] = defaultdict(list)
-    for example in proposals(path):
+    for example in proposals(log.trials):
         by_trial[(example.task_id, _trial_of(example))].append(example)
     counts: Counter[str] = Counter()
     lost: dict[str, Counter[str]] = {"in_reach": Counter(), "out_of_reach": Counter()}
-    for (task_id, trial), record in sorted(Journal(path).read().items()):
+    for (task_id, trial), record in sorted(log.trials.items()):
         task = tasks.get(task_id)
         if task is None:
             raise ValueError(f"{path}: task {task_id!r} is not in the run's suite")
@@ -99,7 +103,7 @@ def losses_by_stage(
             side = "in_reach" if reach else "out_of_reach"
             lost[side][_cause(gold, task, source, meta)] += 1
     return {
-        "journal": str(path),
+        "log": str(path),
         "run_id": meta.run_id,
         "model": meta.model,
         **{k: counts[k] for k in ("trials", "expected_fetched", "in_reach", "gold_proposed")},
@@ -113,7 +117,7 @@ def losses_text(figures: dict[str, Any]) -> str:
     """One line per stage, then the trials ending incorrect or not attempted, by cause."""
     n = figures["trials"]
     lines = [
-        f"losses by stage, from the journal of {figures['run_id']} ({figures['model']}): {n} "
+        f"losses by stage, from the log of {figures['run_id']} ({figures['model']}): {n} "
         "trials of answerable factual tasks",
         f"  retrieval: an expected source fetched      {count_text(figures['expected_fetched'], n)}",
         f"  reach: a fetched sentence states an alias   {count_text(figures['in_reach'], n)}",
@@ -130,32 +134,6 @@ def losses_text(figures: dict[str, Any]) -> str:
         for cause, count in found.items():
             lines.append(f"    {cause.replace('_', ' '):<22} {count_text(count, total)}")
     return "\n".join(lines)
-
-
-def _journal_folder(run: str | Path, out: Path | None) -> Path:
-    """The journal folder `run` names: a path that exists, else a run id under `out`."""
-    path = Path(run)
-    if path.exists():
-        return path if path.is_dir() else path.parent
-    base = out or results_dir()
-    places = [journal_dir(base, str(run)), journal_dir(base / "scratch", str(run))]
-    for folder in places:
-        if folder.is_dir():
-            return folder
-    raise ValueError(f"no journal of run {str(run)!r} in {places[0].parent} or {places[1].parent}")
-
-
-def _run_journal(folder: Path) -> tuple[Path, RunMeta, dict[str, Task]]:
-    """The run's journal file, its recorded metadata, and the tasks of the suite it ran, by id.
-    A committed journal names its suite relative to the repository, so that is where a relative
-    path is looked up."""
-    meta_path = folder / "meta.json"
-    if not meta_path.is_file():
-        raise ValueError(f"{folder}: no meta.json (not a run's journal folder)")
-    meta = RunMeta.model_validate_json(meta_path.read_text(encoding="utf-8"))
-    suite = Path(meta.suite_path)
-    suite = suite if suite.is_absolute() else project_root() / suite
-    return folder / "journal.jsonl", meta, {t.id: t for t in load_tasks(suite)}
 
 
 def _trial_of(example: LabelledExample) -> int:

@@ -80,5 +80,5 @@ def test_eval_cli_prints_the_table_and_the_parquet(
     assert "loads only with --holdout" in capsys.readouterr().err
     assert main(["eval", "--trials", "1", "--judge", "extractive"]) == 1
     assert "answerer's own model" in capsys.readouterr().err
-    shutil.rmtree(tmp_path / "journals")
+    shutil.rmtree(tmp_path / "runs")
     assert main(["eval", "--resume", "nope", "--out", str(tmp_path)]) == 1

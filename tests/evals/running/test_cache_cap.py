@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from wikiqa.evals import RunConfig, run_eval
+from tests.runlogs import cut_after
+from wikiqa.evals import RunConfig, log_path, run_eval
 from wikiqa.evals.running.cache import CAP_FIELD, CachingModel, ResponseCache
 from wikiqa.evals.running.served import ServedModel
 from wikiqa.models import (
@@ -124,17 +125,18 @@ def test_a_run_records_the_cap_its_model_was_called_with(
     frame = pd.read_parquet(outcome.parquet)
     assert set(frame["max_tokens"]) == {256}
     assert outcome.meta.max_tokens == 256
-    folder = tmp_path / "results" / "journals" / outcome.meta.run_id
-    assert json.loads((folder / "meta.json").read_text())["max_tokens"] == 256
+    log = log_path(tmp_path / "results", outcome.meta.run_id)
+    assert json.loads(log.read_text().splitlines()[0])["meta"]["max_tokens"] == 256
     # finishing it under another cap would mix two agents in one run: refused, nothing lost
-    journal = (folder / "journal.jsonl").read_text()
+    journal = log.read_text()
     with pytest.raises(ValueError, match="max_tokens 256; this model's cap is 1024"):
         run_eval(config, outcome.meta.run_id, model=Capped(1024, 20), source=tiny, progress=False)
-    assert (folder / "journal.jsonl").read_text() == journal
+    assert log.read_text() == journal
     again = run_eval(
         config, outcome.meta.run_id, model=Capped(256, 20), source=tiny, progress=False
     )
     assert again.trials_run == 0 and again.meta.max_tokens == 256
+    journal = log.read_text()  # graded again, a pass appended: the log as it now is
     # and so is finishing it with another lever (a notebook's RESUME takes the notebook's)
     for lever in (
         {"cite_sentences": True}, {"abstain_below": 0.4}, {"read_first": 2},
@@ -143,20 +145,19 @@ def test_a_run_records_the_cap_its_model_was_called_with(
         other = RunConfig.model_validate(config.model_dump() | lever)
         with pytest.raises(ValueError, match=f"was made with {next(iter(lever))}="):
             run_eval(other, outcome.meta.run_id, model=Capped(256, 20), source=tiny, progress=False)
-        assert (folder / "journal.jsonl").read_text() == journal
+        assert log.read_text() == journal
 
 
-def test_a_spec_with_a_password_resumes_though_its_journal_holds_it_masked(
+def test_a_spec_with_a_password_resumes_though_its_log_holds_it_masked(
     tmp_path: Path, tiny: SnapshotSource, suite: Path
 ) -> None:
     spec = "openai:qwen@http://user:placeholder-pw@127.0.0.1:9/v1"
     config = RunConfig(suite=str(suite), trials=2, out=tmp_path / "results", read_first=0)
     config = config.model_copy(update={"model": spec, "limit": 1})
     first = run_eval(config, model=Capped(256, 20), source=tiny, progress=False)
-    meta = (tmp_path / "results" / "journals" / first.meta.run_id / "meta.json").read_text()
+    meta = log_path(tmp_path / "results", first.meta.run_id).read_text().splitlines()[0]
     assert "placeholder-pw" not in meta and "http://***@127.0.0.1:9/v1" in meta
-    journal = tmp_path / "results" / "journals" / first.meta.run_id / "journal.jsonl"
-    journal.write_text(journal.read_text().splitlines()[0] + "\n")  # cut off after one trial
+    cut_after(tmp_path / "results", first.meta.run_id, 1)
     again = run_eval(config, first.meta.run_id, model=Capped(256, 20), source=tiny, progress=False)
     assert again.trials_run == 1
     other = config.model_copy(update={"model": spec.replace(":9/", ":10/")})

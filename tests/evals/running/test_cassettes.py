@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from tests.runlogs import cut_after
 from wikiqa.cli.main import main
 from wikiqa.evals import RunConfig, evaluate, run_eval
 from wikiqa.evals.running.runner import RunOutcome
@@ -108,7 +109,7 @@ def test_bad_cassettes_are_named_by_file_and_line_and_overwrite_nothing(
     assert "no cassette for run 'no-such-run'" in capsys.readouterr().err
     assert first.parquet.read_bytes() == saved
     assert sorted(p.name for p in (results / "runs").iterdir()) == sorted(
-        [first.parquet.name, cassette_path(first).name]
+        [first.parquet.name, cassette_path(first).name, f"{first.meta.run_id}.log.jsonl"]
     )
 
 
@@ -117,12 +118,11 @@ def test_an_interrupted_run_keeps_its_cassette_and_its_resume_appends(results: P
     path = cassette_path(whole)
     lines = read_lines(path)[:-1]
     # A kill mid-write loses at most the line being written: every complete line is kept, the
-    # last one is cut in half. (Cutting complete lines of a trial the journal holds would lose
-    # what no resume re-fetches: a kill cannot do that, lines are flushed before the journal.)
+    # last one is cut in half. (Cutting complete lines of a trial the log holds would lose
+    # what no resume re-fetches: a kill cannot do that, lines are flushed before the log.)
     kept = lines[:-1]
     path.write_bytes(gzip.compress(("\n".join(kept) + "\n" + lines[-1][:20]).encode()))
-    journal = results / "journals" / whole.meta.run_id / "journal.jsonl"
-    journal.write_text(journal.read_text().splitlines()[0] + "\n")
+    cut_after(results, whole.meta.run_id, 1)
     config = whole.meta.config
     resumed = run_eval(config, resume=whole.meta.run_id, progress=False)
     assert resumed.trials_run == 5

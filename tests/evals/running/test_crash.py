@@ -3,7 +3,6 @@ final parquet equals an uninterrupted run's."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -14,23 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.runlogs import trial_keys as _keys
 from wikiqa.evals import RunConfig, run_eval
 
 TRIALS, TASKS = 2, 12
 ARGS = ["--trials", str(TRIALS), "--limit", str(TASKS), "--model", "extractive:delay=0.05",
         "--concurrency", "2", "--no-cache", "--experiment", "crash"]  # fmt: skip
 RUN_SPECIFIC = ["run_id", "created_at", "latency_ms", "git_sha"]
-
-
-def _keys(journal: Path) -> list[tuple[str, int]]:
-    keys = []
-    for line in journal.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # the line the kill cut short
-        keys.append((record["task_id"], record["trial"]))
-    return keys
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
@@ -44,11 +33,9 @@ def test_sigkill_mid_run_then_resume(tmp_path: Path, session_home: Path) -> None
     deadline = time.monotonic() + 60
     journal = None
     while time.monotonic() < deadline:
-        journals = (
-            list((out / "journals").glob("*/journal.jsonl")) if (out / "journals").exists() else []
-        )
-        if journals and len(_keys(journals[0])) >= 6:
-            journal = journals[0]
+        logs = list((out / "runs").glob("*.log.jsonl")) if (out / "runs").exists() else []
+        if logs and len(_keys(logs[0])) >= 6:
+            journal = logs[0]
             break
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.02)
@@ -60,9 +47,9 @@ def test_sigkill_mid_run_then_resume(tmp_path: Path, session_home: Path) -> None
     total = TRIALS * TASKS
     assert 6 <= len(done) < total, "the kill must land partway"
 
-    run_id = journal.parent.name
+    run_id = journal.name.removesuffix(".log.jsonl")
     resumed = subprocess.run(
-        [*cli, "--resume", run_id, "--out", str(out)],
+        [*cli, "--resume", run_id, "--out", str(out), "--model", "extractive:delay=0.05"],
         env=env,
         capture_output=True,
         text=True,

@@ -1,4 +1,4 @@
-"""The runner: trials, journal and resume, retries, cache, holdout discipline, parquet."""
+"""The runner: trials, the run log and resume, retries, cache, holdout discipline, parquet."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from wikiqa.evals import (
     META_COLUMNS,
     HoldoutRefused,
     RunConfig,
+    RunLog,
     SelfJudging,
     evaluate,
-    journal_dir,
+    log_path,
     render,
     run_eval,
 )
@@ -122,46 +123,48 @@ def test_repeated_trials_are_independent_calls_and_an_unchanged_rerun_makes_none
     assert lever.model_calls > 0  # a changed lever is a different model: no stale hits
 
 
-def test_resume_runs_only_what_the_journal_lacks(
+def test_resume_runs_only_what_the_log_lacks(
     suite: Path, tmp_path: Path, tiny: SnapshotSource
 ) -> None:
     cfg = config(suite, tmp_path)
     whole = run_eval(cfg, source=tiny, progress=False)
-    journal = journal_dir(cfg.out, whole.meta.run_id) / "journal.jsonl"
-    lines = journal.read_text().splitlines()
-    journal.write_text("\n".join(lines[:5]) + "\n" + lines[5][:40])  # a kill mid-write
+    log = log_path(cfg.out, whole.meta.run_id)
+    lines = log.read_text().splitlines()  # header, 8 trials, cassette, graded
+    log.write_text("\n".join(lines[:6]) + "\n" + lines[6][:40])  # a kill mid-write
     resumed = run_eval(cfg, resume=whole.meta.run_id, source=tiny, progress=False)
     assert resumed.trials_run == 3
     assert resumed.meta.run_id == whole.meta.run_id
     a = pd.read_parquet(whole.parquet).drop(columns=["latency_ms"])
     b = pd.read_parquet(resumed.parquet).drop(columns=["latency_ms"])
     pd.testing.assert_frame_equal(a, b)
+    # the fragment was dropped before the resumed trials were appended: the log reads whole
+    assert len(RunLog.load(cfg.out, whole.meta.run_id).trials) == 8
 
 
-def test_a_resumed_run_is_graded_by_todays_graders_only(
-    suite: Path, tmp_path: Path, tiny: SnapshotSource
+def test_every_trial_of_a_resumed_run_is_graded_again(
+    suite: Path, tmp_path: Path, tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A Qwen run spans sessions, and the graders may change between them: the trials journaled
-    # before the change must not keep yesterday's verdicts beside today's.
+    """A long run spans sessions, and the graders may change between them: no verdict is
+    ever taken from the log, so the resumed run is one grader's, never a mix."""
+    from wikiqa.evals.running import scoring
+
     cfg = config(suite, tmp_path)
     whole = run_eval(cfg, source=tiny, progress=False)
-    journal = journal_dir(cfg.out, whole.meta.run_id) / "journal.jsonl"
-    records = [json.loads(line) for line in journal.read_text().splitlines()]
-    stale = next(r for r in records if r["task_id"] == "flow-matic")
-    for g in stale["grades"]:  # what an older grader said of the same answer
-        g["verdict"] = "fail" if g["verdict"] == "pass" else g["verdict"]
-    kept = [r for r in records if r["task_id"] != "hopper-meal"]  # cut off before these
-    journal.write_text("".join(json.dumps(r) + "\n" for r in kept))
-    told: list[str] = []
-    resumed = run_eval(
-        cfg, resume=whole.meta.run_id, source=tiny, progress=False, notify=told.append
-    )
+    log = log_path(cfg.out, whole.meta.run_id)
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(lines[:7]) + "\n")  # cut off after six trials
+    real = scoring.grade
+
+    def stricter(task: Any, result: Any, judge: Any = None) -> Any:
+        graded = real(task, result, judge)
+        return graded.model_copy(
+            update={"grades": [g.model_copy(update={"verdict": "fail"}) for g in graded.grades]}
+        )
+
+    monkeypatch.setattr(scoring, "grade", stricter)
+    resumed = run_eval(cfg, resume=whole.meta.run_id, source=tiny, progress=False)
     assert resumed.trials_run == 2
-    a = pd.read_parquet(whole.parquet).drop(columns=["latency_ms"])
-    b = pd.read_parquet(resumed.parquet).drop(columns=["latency_ms"])
-    pd.testing.assert_frame_equal(a, b)
-    assert told[0] == "wikiqa: 1 journaled trials graded otherwise by today's graders"
-    assert "fail" in journal.read_text()  # the journal keeps what was graded then
+    assert set(resumed.frame["verdict"]) == {"fail"}  # the six logged trials too
 
 
 def test_infrastructure_errors_are_retried_then_reported_apart(
@@ -251,11 +254,11 @@ def test_read_first_is_a_recorded_lever_that_must_fit_the_budget(
         RunConfig(read_first=3, budget=3)
     outcome = run_eval(config(suite, tmp_path, read_first=1, trials=1), source=tiny, progress=False)
     assert outcome.meta.config.agent.read_first == 1
-    journal = journal_dir(tmp_path / "results", outcome.meta.run_id) / "journal.jsonl"
+    logged = RunLog.load(tmp_path / "results", outcome.meta.run_id).trials
     # every trial read before the model's first turn (the guard's notes aside: an injection
     # task's planted article adds one after the fetch; trials finish in any order)
-    for line in journal.read_text().splitlines():
-        kinds = [e["kind"] for e in json.loads(line)["result"]["trace"] if e["kind"] != "guard"]
+    for record in logged.values():
+        kinds = [e.kind for e in record.result.trace if e.kind != "guard"]
         assert kinds[:3] == ["search", "fetch", "model"]
 
 
@@ -283,7 +286,7 @@ def test_proposals_recover_what_the_model_proposed_even_when_the_agent_rejected_
         source=tiny,
         progress=False,
     )
-    found = proposals(journal_dir(tmp_path / "results", outcome.meta.run_id) / "journal.jsonl")
+    found = proposals(RunLog.load(tmp_path / "results", outcome.meta.run_id).trials)
     assert [e.id for e in found] == ["flow-matic-t0-0", "flow-matic-t0-1"]
     first, second = found[0].answer, found[1].answer
     assert isinstance(first, Answer) and first.text == "Hopper made it."
@@ -296,7 +299,7 @@ def test_proposals_recover_what_the_model_proposed_even_when_the_agent_rejected_
         source=tiny,
         progress=False,
     )
-    again = proposals(journal_dir(tmp_path / "results", stubborn.meta.run_id) / "journal.jsonl")
+    again = proposals(RunLog.load(tmp_path / "results", stubborn.meta.run_id).trials)
     assert len(again) == 1  # the resubmission after the repair turn is the same text
 
 
@@ -417,8 +420,8 @@ def test_a_recorded_run_does_not_mark_the_next_one_dirty(tmp_path: Path) -> None
     assert git_sha(tmp_path) == clean + "-dirty"
 
 
-def test_a_journals_metadata_names_repository_paths_relatively(tmp_path: Path) -> None:
-    """A committed journal (a long run resumed next session) holds no machine's path."""
+def test_a_logs_metadata_names_repository_paths_relatively(tmp_path: Path) -> None:
+    """A committed log (a long run resumed next session) holds no machine's path."""
     from wikiqa.evals import RunConfig, run_eval
     from wikiqa.evals.running.runner import _portable
     from wikiqa.project import project_root

@@ -134,7 +134,9 @@ def test_an_unreachable_judge_is_an_infrastructure_error_not_a_grade(
     assert not rest["infra_error"].any() and "error" not in set(rest["verdict"])
 
 
-def test_a_judge_outage_is_rerun_on_resume(tmp_path: Path) -> None:
+def test_a_judge_outage_is_graded_again_on_resume_without_rerunning_the_agent(
+    tmp_path: Path,
+) -> None:
     judge = tmp_path / "judge.json"
     judge.write_text(json.dumps([{"unavailable": "down"}]))
     config = RunConfig(trials=1, limit=3, judge=f"scripted:{judge}", out=tmp_path, infra_backoff=0)
@@ -143,7 +145,7 @@ def test_a_judge_outage_is_rerun_on_resume(tmp_path: Path) -> None:
     assert first.first_error is not None and "judge unavailable" in first.first_error
     judge.write_text(json.dumps([{"text": '{"grade": "CORRECT"}'}]))
     again = run_eval(config, resume=first.meta.run_id, progress=False)
-    assert again.trials_run == 1 and again.summary.errors == 0 and again.judge_calls == 1
+    assert again.trials_run == 0 and again.summary.errors == 0 and again.judge_calls == 1
 
 
 def test_a_copy_of_the_holdout_is_still_the_holdout(

@@ -1,4 +1,4 @@
-"""`wikiqa regrade`: a journaled run's answers graded again, no model call, paired in the log."""
+"""`wikiqa regrade`: a logged run's answers graded again, no model call, paired in the log."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 
 from tests.evals.running.test_harness import TASKS, config
 from wikiqa.cli.main import main
-from wikiqa.evals import journal_dir, run_eval
+from wikiqa.evals import RunLog, log_path, run_eval
 from wikiqa.evals.climb import changelog, record
 from wikiqa.evals.graders import Graded
-from wikiqa.evals.running import runner as running
-from wikiqa.evals.running.regrade import RegradeError, regrade
+from wikiqa.evals.running import scoring
+from wikiqa.evals.running.regrade import RegradeError, check, regrade
 from wikiqa.models import ExtractiveModel
 from wikiqa.sources import SnapshotSource
 
@@ -50,7 +50,7 @@ def test_a_regraded_run_keeps_every_answer_and_is_paired_with_the_original(
     code = main(["regrade", run_id, "--out", str(out), "--change", "same graders", "--record"])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "regraded (0 model calls)" in printed
+    assert "regraded (0 model calls, 0 judge calls)" in printed
     rows = changelog.read(out)
     assert [r.kind for r in rows] == ["adhoc", "adhoc", "grader"]
     old, _, new = rows
@@ -65,8 +65,9 @@ def test_a_regraded_run_keeps_every_answer_and_is_paired_with_the_original(
     assert len(joined) == len(before) == len(after)
     assert (joined.answer_old.fillna("") == joined.answer_new.fillna("")).all()
     assert (joined.verdict_old == joined.verdict_new).all()
-    meta = json.loads((journal_dir(out, new.run_id) / "meta.json").read_text())
-    assert meta["config"]["kind"] == "grader" and meta["model"] == "extractive"
+    meta = RunLog.load(out, new.run_id).meta
+    assert meta.config.kind == "grader" and meta.model == "extractive"
+    assert check(new.run_id, out) == (0, len(after))  # nothing differs: the same graders
 
 
 def test_regrading_uses_the_graders_of_this_checkout(
@@ -82,31 +83,32 @@ def test_regrading_uses_the_graders_of_this_checkout(
                 g.verdict = "fail"
         return graded
 
-    monkeypatch.setattr(running, "grade", stricter)  # where a journaled trial is graded again
+    monkeypatch.setattr(scoring, "grade", stricter)  # where every logged trial is graded
     outcome = regrade(run_id, out, "stricter faithfulness")
     faithful = outcome.frame[outcome.frame.dimension == "faithfulness"]
     assert len(faithful) > 0 and not (faithful.verdict == "pass").any()
+    # what the stricter graders change, counted without writing: every faithfulness pass
+    original = pd.read_parquet(out / "runs" / f"{run_id}.parquet")
+    passed = int(((original.dimension == "faithfulness") & (original.verdict == "pass")).sum())
+    assert passed > 0 and check(run_id, out) == (passed, len(original))
 
 
 def test_an_incomplete_or_judged_or_unknown_run_is_refused_and_nothing_is_written(
     recorded: tuple[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_id, out = recorded
-    journal = journal_dir(out, run_id) / "journal.jsonl"
-    lines = journal.read_text().splitlines()
-    journal.write_text("\n".join(lines[:-1]) + "\n")
+    log = log_path(out, run_id)
+    saved = log.read_text()
+    lines = saved.splitlines()  # header, 6 trials, cassette, graded
+    log.write_text("\n".join(lines[:6]) + "\n")
     runs_before = sorted((out / "runs").iterdir())
     with pytest.raises(RegradeError, match="1 of 6 trials are missing"):
         regrade(run_id, out, "x")
-    journal.write_text("\n".join(lines) + "\n")
-    meta = journal_dir(out, run_id) / "meta.json"
-    saved = meta.read_text()
-    meta.write_text(saved.replace('"judge": null', '"judge": "anthropic:claude"'))
-    with pytest.raises(RegradeError, match="regrading would call it"):
-        regrade(run_id, out, "x")
-    meta.write_text(saved)
+    log.write_text(saved)
     assert main(["regrade", "no-such-run", "--out", str(out), "--change", "x"]) == 1
-    assert "no journal" in capsys.readouterr().err
+    assert "no such run log" in capsys.readouterr().err
+    assert main(["regrade", "../escape", "--out", str(out), "--change", "x"]) == 2
+    assert "is not a run id" in capsys.readouterr().err
     assert sorted((out / "runs").iterdir()) == runs_before
     assert len(changelog.read(out)) == 1
     assert main(["regrade", run_id, "--out", str(out), "--change", "x"]) == 0  # restored: fine

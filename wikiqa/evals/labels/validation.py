@@ -7,6 +7,7 @@ human's verdict per declared dimension. The graders see exactly what they would 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from wikiqa.agent import (
 from wikiqa.agent.citing import UNRESOLVED
 from wikiqa.evals.graders import grade
 from wikiqa.evals.graders.judge import Judge
-from wikiqa.evals.running.journal import Journal
+from wikiqa.evals.running.records import TrialRecord
 from wikiqa.evals.tasks.task import Task, load_tasks
 from wikiqa.inputs import MiB, read_objects, validate
 from wikiqa.models import MAX_ANSWER
@@ -69,7 +70,7 @@ def load_labels(path: Path) -> list[LabelledExample]:
     return examples
 
 
-def proposals(journal: Path) -> list[LabelledExample]:
+def proposals(trials: Mapping[tuple[str, int], TrialRecord]) -> list[LabelledExample]:
     """Every answer and refusal a model proposed in a run, unlabelled, ready for a human.
 
     Read from the trace, not the final output: the agent rejects a submission whose quotes are
@@ -84,7 +85,7 @@ def proposals(journal: Path) -> list[LabelledExample]:
     `labels` by hand (dimension -> pass | fail | n/a) before using it."""
 
     out: list[LabelledExample] = []
-    for (task_id, trial), record in sorted(Journal(journal).read().items()):
+    for (task_id, trial), record in sorted(trials.items()):
         trace = record.result.trace
         fetched: list[str] = []
         seen: set[str] = set()  # a repair turn often resubmits the same text; keep it once

@@ -1,31 +1,34 @@
-"""Running a suite: tasks x trials through the agent, graded, journaled, written as one parquet.
+"""Running a suite: tasks x trials through the agent, logged, graded, written as one parquet.
 
 `runner` (the run and its outcome), `executors` (where trials run: threads here, or Ray
 across machines: `ray_executor`, `served` local-model servers), `records` (the plain shapes of a run: config, metadata, one
-trial's record), `journal` (resume), `cache` (model responses), `frame` (the long results
+trial's record), `runlog` (the one record of a run), `scoring` (grading it), `locks`, `cache`
+(model responses), `frame` (the long results
 table). It summarises what it ran (`analysis`), and never renders or records it (`climb`).
 """
 
 from wikiqa.evals.running.cache import CachingModel, ResponseCache
 from wikiqa.evals.running.executors import ExecutorError, LocalExecutor, open_executor
 from wikiqa.evals.running.frame import to_frame, write_parquet
-from wikiqa.evals.running.journal import Journal, journal_dir
 from wikiqa.evals.running.records import META_COLUMNS, RunConfig, RunMeta, TrialRecord
+from wikiqa.evals.running.runlog import RunLog, RunLogError, find_log, log_path
 from wikiqa.evals.running.runner import Runner, RunOutcome, run_eval
 
 __all__ = [
     "META_COLUMNS",
     "CachingModel",
     "ExecutorError",
-    "Journal",
     "LocalExecutor",
     "ResponseCache",
     "RunConfig",
+    "RunLog",
+    "RunLogError",
     "RunMeta",
     "RunOutcome",
     "Runner",
     "TrialRecord",
-    "journal_dir",
+    "find_log",
+    "log_path",
     "open_executor",
     "run_eval",
     "to_frame",

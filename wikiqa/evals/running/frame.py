@@ -52,7 +52,7 @@ def to_frame(
                 "infra_error": record.failed, "attempts": record.attempts,
                 "repairs": result.repairs, "guard_blocked": result.guard_blocked,
                 "confidence": result.confidence, "needs_human_review": result.needs_human_review,
-                "signals": json.dumps(result.signals),
+                "signals": json.dumps(result.signals, sort_keys=True),
                 "input_tokens": result.usage.tokens.input_tokens,
                 "output_tokens": result.usage.tokens.output_tokens,
                 "cache_read_tokens": result.usage.tokens.cache_read_tokens,

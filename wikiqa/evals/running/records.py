@@ -14,6 +14,7 @@ from wikiqa.agent import AgentConfig, AgentResult, Refusal
 from wikiqa.agent.config import split_spec_levers
 from wikiqa.evals.graders import Grade
 from wikiqa.evals.paths import results_dir
+from wikiqa.outputs import check_run_id
 
 # Columns that identify a run; the rest describe one task x trial x dimension.
 META_COLUMNS = (
@@ -111,6 +112,11 @@ class RunMeta(BaseModel):
     # What the source answered: runs/RUN_ID.cassette.jsonl.gz and its content hash (set at the end).
     cassette: str | None = None
     cassette_hash: str | None = None
+
+    @field_validator("run_id")
+    @classmethod
+    def _names_no_path(cls, value: str) -> str:
+        return check_run_id(value)
 
 
 class TrialRecord(BaseModel):

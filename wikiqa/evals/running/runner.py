@@ -1,12 +1,13 @@
-"""The eval runner: tasks x trials through the agent, graded, journaled, written as one parquet.
+"""The eval runner: tasks x trials through the agent, logged, graded, written as one parquet.
 
 It runs and summarises; it neither renders nor records (the change log is `climb`'s, which also
 keeps the held-out split to one run).
 
 - Bounded concurrency with a progress bar: trials run on an executor (`executors`: this
-  process's threads by default, or Ray across machines); only this process writes the journal.
-- Every finished trial is appended to a journal at once, so `resume` picks an interrupted run up
-  without redoing finished trials. Trials that ended in an infrastructure error are retried
+  process's threads by default, or Ray across machines); only this process writes the run log.
+- Every finished trial is appended to the run log (`runlog`) at once, so `resume` picks an
+  interrupted run up without redoing finished trials, and `score` then grades every trial,
+  logged or new. Trials that ended in an infrastructure error are retried
   (here, then again on resume) and reported apart from agent failures.
 - Model and judge calls go through a response cache keyed by trial index: repeated trials stay
   independent samples, and an unchanged rerun makes zero model calls.
@@ -29,7 +30,7 @@ from tqdm import tqdm
 
 from wikiqa.agent import Agent, AgentConfig, prompt_hash
 from wikiqa.evals.analysis.summary import Summary, summarize
-from wikiqa.evals.graders import Judge, check_not_self, decision_of, error_grades, grade
+from wikiqa.evals.graders import Judge, check_not_self, decision_of
 from wikiqa.evals.paths import git_sha
 from wikiqa.evals.running.cache import (
     Cache,
@@ -41,8 +42,10 @@ from wikiqa.evals.running.cache import (
 from wikiqa.evals.running.cassettes import check_replay, open_recorder, replaying, with_cassette
 from wikiqa.evals.running.executors import Executor, open_executor
 from wikiqa.evals.running.frame import to_frame, write_parquet
-from wikiqa.evals.running.journal import Journal, journal_dir
+from wikiqa.evals.running.locks import run_lock
 from wikiqa.evals.running.records import RunConfig, RunMeta, TrialRecord
+from wikiqa.evals.running.runlog import RunLog
+from wikiqa.evals.running.scoring import score
 from wikiqa.evals.running.served import open_run_model
 from wikiqa.evals.tasks.task import (
     Task,
@@ -52,7 +55,8 @@ from wikiqa.evals.tasks.task import (
     refuse_held_out,
     resolve_suite,
 )
-from wikiqa.models import Model, ModelUnavailable
+from wikiqa.models import Model
+from wikiqa.outputs import check_run_id
 from wikiqa.project import relative_to_root
 from wikiqa.registry import open_source
 from wikiqa.secrets import scrub
@@ -60,7 +64,7 @@ from wikiqa.sources import InjectionSource, WikiSource
 from wikiqa.sources.cassette import CassetteRecorder
 
 # What a resumed run must share with the run it finishes, besides every agent lever: a run
-# resumed under other values would mix two agents in one journal.
+# resumed under other values would mix two agents in one log.
 RUN_FIELDS = ("model", "source", "judge")
 
 
@@ -74,7 +78,7 @@ class RunOutcome(BaseModel):
     frame: pd.DataFrame = Field(exclude=True, repr=False)
     summary: Summary
     parquet: Path
-    trials_run: int = Field(description="Trials executed now (not taken from the journal).")
+    trials_run: int = Field(description="Trials executed now (not taken from the run log).")
     model_calls: int = Field(description="Model calls that reached the model (cache misses).")
     cached_calls: int
     judge_calls: int
@@ -146,9 +150,12 @@ class Runner:
         return CachingModel(model, self.cache, namespace) if self.cache is not None else model
 
     def run_trial(self, task: Task, trial: int) -> TrialRecord:
+        """One trial through the agent, retried on infrastructure errors; ungraded (grading is
+        `score`'s, once the trials are logged). Plants go above the recorder, so the cassette
+        holds what the source itself answered and a replay plants them again."""
         source: WikiSource = self.recorder or self.source
         if task.injection is not None:
-            source = InjectionSource(self.source, task.injection.plants)
+            source = InjectionSource(source, task.injection.plants)
         model = self._wrap(self.model, f"trial={trial}")
         attempts = 0
         while True:
@@ -158,56 +165,25 @@ class Runner:
             if not result.infrastructure_error or attempts >= self.infra_attempts:
                 break
             self.sleep(self.config.infra_backoff * 2 ** (attempts - 1))
-        judge = None
-        if self.judge_model is not None:
-            judge = Judge(self._wrap(self.judge_model, f"judge:trial={trial}"))
-        judge_error = None
-        try:
-            graded = grade(task, result, judge)
-            grades, decision = graded.grades, graded.decision
-        except ModelUnavailable as err:  # the judge, after its own retries: not the agent's fault
-            judge_error = f"judge unavailable: {err}"
-            grades, decision = error_grades(task, judge_error), decision_of(result)
         with self._counter_lock:
             if isinstance(model, CachingModel):
                 self.model_calls += model.calls
                 self.cached_calls += model.hits
             else:
                 self.model_calls += result.usage.model_calls
-            if judge is not None:
-                self.judge_calls += judge.calls
         return TrialRecord(
             task_id=task.id,
             trial=trial,
             attempts=attempts,
-            decision=decision,
+            decision=decision_of(result),
             result=result,
-            grades=grades,
-            judge_error=judge_error,
+            grades=[],
         )
 
-    def _graded_again(
-        self, records: dict[tuple[str, int], TrialRecord], tasks: dict[str, Task]
-    ) -> dict[tuple[str, int], TrialRecord]:
-        """The journal's finished trials graded by this checkout's graders, so that a run
-        resumed across a grader change is one grader's, never a mix (a long run spans sessions,
-        and the graders may change between them). The journal itself keeps what was graded
-        then. A run with a judge keeps its journaled verdicts: grading again would call it."""
-        if self.judge_model is not None:
-            return records
-        again = dict(records)
-        changed = 0
-        for key, record in records.items():
-            task = tasks.get(record.task_id)
-            if task is None or record.failed or record.judge_error:
-                continue
-            fresh = graded_again(task, record)
-            if fresh.grades != record.grades or fresh.decision != record.decision:
-                changed += 1
-                again[key] = fresh
-        if changed and self.notify is not None:
-            self.notify(f"wikiqa: {changed} journaled trials graded otherwise by today's graders")
-        return again
+    def judge_for(self, trial: int) -> Judge:
+        """The judge for one trial's grading, its calls through the response cache."""
+        assert self.judge_model is not None
+        return Judge(self._wrap(self.judge_model, f"judge:trial={trial}"))
 
     # -- a run --------------------------------------------------------------------------------
 
@@ -224,69 +200,87 @@ class Runner:
         tasks = all_tasks[: config.limit]
         digest = bytes_hash(raw)
         check_replay(self.source, digest)
-        if resume:
-            meta = RunMeta.model_validate_json(
-                (journal_dir(config.out, resume) / "meta.json").read_text()
+        now = datetime.now(UTC)
+        run_id = (
+            check_run_id(resume)
+            if resume
+            else (f"{now:%Y%m%dT%H%M%SZ}-{slug(config.experiment)}-{uuid.uuid4().hex[:6]}")
+        )
+        with run_lock(config.out, run_id):
+            if resume:
+                log = RunLog.load(config.out, run_id)
+                self._check_resume(log.meta, digest)
+                log.drop_cut_tail()
+            else:
+                meta = self._meta(run_id, now, suite_path, digest, len(tasks))
+                header = _portable(meta).model_dump(mode="json")
+                header["config"].pop("out")  # a log is read where it lies, never where it says
+                log = RunLog.create(config.out, meta, header)
+            return self._finish(log, tasks, executor)
+
+    def _meta(
+        self, run_id: str, now: datetime, suite_path: Path, digest: str, tasks: int
+    ) -> RunMeta:
+        config = self.config
+        return RunMeta(
+            run_id=run_id,
+            created_at=now.isoformat(timespec="seconds"),
+            git_sha=git_sha(),
+            wikiqa_version=version("wikiqa"),
+            config=config,
+            suite_path=str(suite_path),
+            suite_hash=digest,
+            source_name=self.source.name,
+            source_hash=_source_hash(self.source),
+            prompt_hash=prompt_hash(config.agent),
+            model=self.model.spec,
+            judge=self.judge_model.spec if self.judge_model else None,
+            tasks=tasks,
+            max_tokens=output_cap(self.model),
+        )
+
+    def _check_resume(self, logged: RunMeta, digest: str) -> None:
+        """A resume runs the model, judge and source it is given (never the log's), with the
+        levers the run was made with: any difference is refused, named, before a call is made."""
+        resume = logged.run_id
+        if logged.suite_hash != digest:
+            raise ValueError(
+                f"run {resume} used suite {logged.suite_hash}; the file is now {digest}"
             )
-            if meta.suite_hash != digest:
-                raise ValueError(
-                    f"run {resume} used suite {meta.suite_hash}; the file is now {digest}"
-                )
-            changed = differences(meta.config, config)
-            if changed:
-                raise ValueError(
-                    f"run {resume} was made with "
-                    + ", ".join(f"{f}={old!r}" for f, old, _ in changed)
-                    + "; this run sets "
-                    + ", ".join(f"{f}={new!r}" for f, _, new in changed)
-                    + ": resume it with the parameters it ran with"
-                )
-            cap = output_cap(self.model)
-            if meta.max_tokens is not None and meta.max_tokens != cap:
-                raise ValueError(
-                    f"run {resume} called its model with max_tokens {meta.max_tokens}; this "
-                    f"model's cap is {cap} (set WIKIQA_MODEL_MAX_TOKENS, or a step's MAX_TOKENS)"
-                )
-            # The run's folder is where it is resumed, not what its meta.json says: a committed
-            # journal names it relative to the repository, and read from a notebook's working
-            # directory that put the change-log row in experiments/results/.
-            meta = meta.model_copy(
-                update={"config": meta.config.model_copy(update={"out": config.out})}
+        changed = differences(logged.config, self.config)
+        if changed:
+            raise ValueError(
+                f"run {resume} was made with "
+                + ", ".join(f"{f}={old!r}" for f, old, _ in changed)
+                + "; this run sets "
+                + ", ".join(f"{f}={new!r}" for f, _, new in changed)
+                + ": resume it with the parameters it ran with"
             )
-        else:
-            now = datetime.now(UTC)
-            meta = RunMeta(
-                run_id=f"{now:%Y%m%dT%H%M%SZ}-{slug(config.experiment)}-{uuid.uuid4().hex[:6]}",
-                created_at=now.isoformat(timespec="seconds"),
-                git_sha=git_sha(),
-                wikiqa_version=version("wikiqa"),
-                config=config,
-                suite_path=str(suite_path),
-                suite_hash=digest,
-                source_name=self.source.name,
-                source_hash=_source_hash(self.source),
-                prompt_hash=prompt_hash(config.agent),
-                model=self.model.spec,
-                judge=self.judge_model.spec if self.judge_model else None,
-                tasks=len(tasks),
-                max_tokens=output_cap(self.model),
+        cap = output_cap(self.model)
+        if logged.max_tokens is not None and logged.max_tokens != cap:
+            raise ValueError(
+                f"run {resume} called its model with max_tokens {logged.max_tokens}; this "
+                f"model's cap is {cap} (set WIKIQA_MODEL_MAX_TOKENS, or a step's MAX_TOKENS)"
             )
-            folder = journal_dir(config.out, meta.run_id)
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "meta.json").write_text(scrub(_portable(meta).model_dump_json(indent=2)))
-        journal = Journal(journal_dir(config.out, meta.run_id) / "journal.jsonl")
+
+    def _finish(self, log: RunLog, tasks: list[Task], executor: Executor) -> RunOutcome:
+        """Run the trials the log lacks (or lost to infrastructure), log each as it finishes,
+        bind the cassette, then grade every trial (`score`) and derive the results from them."""
+        config, meta = (
+            self.config,
+            log.meta.model_copy(
+                update={"config": log.meta.config.model_copy(update={"out": self.config.out})}
+            ),
+        )
         # Under Ray, each worker opens its own source and sends what it answered to this recorder
         recorder = open_recorder(self.source, meta, config.out) if self.record_cassette else None
         self.recorder = recorder
-        records = journal.read()
-        if resume:
-            records = self._graded_again(records, {t.id: t for t in tasks})
-        trials = meta.config.trials
+        logged = log.trials
         todo = [
             (task, t)
             for task in tasks
-            for t in range(trials)
-            if (task.id, t) not in records or records[(task.id, t)].failed
+            for t in range(meta.config.trials)
+            if (task.id, t) not in logged or logged[(task.id, t)].result.infrastructure_error
         ]
         bar = tqdm(total=len(todo), desc=meta.run_id, unit="trial", disable=not self.progress)
         seen: set[tuple[str, int]] = set()
@@ -295,12 +289,11 @@ class Runner:
             for record in executor.run(self, todo):
                 key = (record.task_id, record.trial)
                 if key in seen:
-                    continue  # yielded twice (a lost worker's retry): journaled once
+                    continue  # yielded twice (a lost worker's retry): logged once
                 seen.add(key)
                 if recorder is not None:
-                    recorder.flush()  # its calls on disk before the journal holds it
-                journal.append(record)
-                records[key] = record
+                    recorder.flush()  # its calls on disk before the log holds the trial
+                log.append_trial(record)
                 bar.update()
                 if self.notify is not None and record.failed and not told:
                     told = True
@@ -310,10 +303,21 @@ class Runner:
         finally:
             bar.close()
         meta = with_cassette(meta, recorder, config.out)
-        frame = to_frame(meta, tasks, records)
+        if meta.cassette is not None and meta.cassette_hash is not None:
+            log.bind_cassette(meta.cassette, meta.cassette_hash)
+        by_id = {t.id: t for t in tasks}
+        wanted = {
+            k: r for k, r in log.trials.items() if k[0] in by_id and k[1] < meta.config.trials
+        }
+        scored = score(
+            wanted, by_id, self.judge_for if self.judge_model else None, config.concurrency
+        )
+        self.judge_calls += scored.judge_calls
+        log.append_pass(meta.judge, scored.records)
+        frame = to_frame(meta, tasks, scored.records)
         parquet = write_parquet(frame, config.out / "runs" / f"{meta.run_id}.parquet")
         summary = summarize(frame)
-        failed = [r for _, r in sorted(records.items()) if r.failed]
+        failed = [r for _, r in sorted(scored.records.items()) if r.failed]
         first_error = f"{failed[0].task_id}: {failed[0].cause}" if failed else None
         return RunOutcome(
             meta=meta,
@@ -328,16 +332,9 @@ class Runner:
         )
 
 
-def graded_again(task: Task, record: TrialRecord) -> TrialRecord:
-    """A journaled trial with the verdicts of this checkout's offline graders: the agent's
-    result is kept, so no model is called."""
-    graded = grade(task, record.result)
-    return record.model_copy(update={"grades": graded.grades, "decision": graded.decision})
-
-
 def differences(old: RunConfig, new: RunConfig) -> list[tuple[str, Any, Any]]:
     """What a resume may not change, as (name, the run's value, this one's): the model, source
-    and judge, and every agent lever. A spec with a password in its URL is journaled masked, so
+    and judge, and every agent lever. A spec with a password in its URL is logged masked, so
     both sides are compared masked."""
     pairs = [(f, getattr(old, f), getattr(new, f)) for f in RUN_FIELDS]
     pairs += [(f, getattr(old.agent, f), getattr(new.agent, f)) for f in AgentConfig.model_fields]
@@ -359,7 +356,7 @@ def run_eval(config: RunConfig, resume: str | None = None, **kwargs: Any) -> Run
 
 
 def _portable(meta: RunMeta) -> RunMeta:
-    """The metadata as a journal is committed: its results folder and suite file relative to
+    """The metadata as a run log is committed: its results folder and suite file relative to
     the project root when inside it, so no machine's path is committed (a resume writes where it
     is resumed, and reads its suite from the config)."""
     out, suite = relative_to_root(meta.config.out), relative_to_root(Path(meta.suite_path))
