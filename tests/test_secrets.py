@@ -280,7 +280,7 @@ def test_keys_echoed_by_a_server_reach_no_output(
     assert "HTTP 400" in served[0].text and "***" in served[0].text
     assert sum("HTTP 400" in log for log in logs) >= 2, logs
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert any(p.name == "journal.jsonl" for p in written) and any(
+    assert any(p.name.endswith(".log.jsonl") for p in written) and any(
         p.suffix == ".parquet" for p in written
     )
 
