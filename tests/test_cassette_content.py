@@ -27,6 +27,7 @@ from wikiqa.sources.cassette_files import (
     read_cassette,
     read_lines,
 )
+from wikiqa.sources.cassette_merge import MergeConflict, merge, write_merged
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "results" / "runs" / "20261201T103646Z-09-qwen-baseline-c84497.cassette.jsonl.gz"
@@ -101,3 +102,71 @@ def test_two_cassettes_differing_in_one_articles_text_have_different_hashes(
     assert a.sha256 == GENUINE_HASH and b.sha256 != GENUINE_HASH
     assert main(["cassette", "info", str(rewritten), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cassette_hash"] == b.sha256
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_merge_names_a_title_with_two_texts_and_both_files_before_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    genuine = _copy(tmp_path)
+    other, _, title = _rewritten(genuine, tmp_path / "other.cassette.jsonl.gz", keep_id=False)
+    with pytest.raises(MergeConflict) as caught:
+        merge([read_cassette(genuine), read_cassette(other)])
+    assert f"article {title.lower()!r} (lead) differs between {genuine} and {other}" in str(
+        caught.value
+    )
+    before = _listing(tmp_path)
+    out = tmp_path / "merged.cassette.jsonl.gz"
+    assert main(["cassette", "merge", str(genuine), str(other), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(genuine) in err and str(other) in err
+    assert _listing(tmp_path) == before  # nothing written, no temporary left
+
+
+def test_merge_of_a_forged_copy_is_refused_and_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    genuine = _copy(tmp_path)
+    forged, line, _ = _rewritten(genuine, tmp_path / "forged.cassette.jsonl.gz", keep_id=True)
+    before = _listing(tmp_path)
+    out = tmp_path / "merged.cassette.jsonl.gz"
+    for order in ([genuine, forged], [forged, genuine]):
+        args = ["cassette", "merge", *map(str, order), "--out", str(out), "--prefer", "latest"]
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert f"{forged}:{line}: article" in err and "Traceback" not in err
+        assert _listing(tmp_path) == before
+    # a cassette built in memory with the same flaw is refused by the merge itself
+    cassette = read_cassette(genuine)
+    ident = next(iter(cassette.articles))
+    cassette.articles[ident] = cassette.articles[ident].model_copy(update={"text": "forged"})
+    with pytest.raises(CassetteError, match="does not hash to its id"):
+        merge([cassette])
+
+
+def test_the_merged_file_is_never_written_through_a_link_nor_left_half(tmp_path: Path) -> None:
+    genuine = _copy(tmp_path)
+    lines = merge([read_cassette(genuine)])
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    link = tmp_path / "merged.cassette.jsonl.gz"
+    link.symlink_to(victim)
+    with pytest.raises(CassetteError, match="is a symbolic link"):
+        write_merged(lines, link)
+    dangling = tmp_path / "dangling.cassette.jsonl.gz"
+    dangling.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(CassetteError, match="is a symbolic link"):
+        write_merged(lines, dangling)
+    assert victim.read_text() == "keep me\n" and not (tmp_path / "nowhere").exists()
+    # lines that would not read back (a fetch naming an article not written): nothing is left
+    before = _listing(tmp_path)
+    broken = [lines[0], {"fetch": {"title": "X", "depth": "lead", "article": "0" * 16}}]
+    out = tmp_path / "broken.cassette.jsonl.gz"
+    with pytest.raises(CassetteError, match=f"{out}: the merged cassette does not read back"):
+        write_merged(broken, out)
+    assert _listing(tmp_path) == before
+    good = write_merged(lines, tmp_path / "good.cassette.jsonl.gz")
+    assert read_cassette(good).sha256 == GENUINE_HASH and good.stat().st_mode & 0o777 == 0o644
