@@ -18,7 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from wikiqa.evals.analysis.compare import compare
-from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, read
+from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, check, read
 from wikiqa.evals.running import RunConfig, RunOutcome, run_eval
 from wikiqa.evals.tasks import resolve_suite, suite_hash
 
@@ -46,9 +46,12 @@ def evaluate(
     against: str | None = None,
     **runner: Any,
 ) -> tuple[RunOutcome, ChangelogRow | None]:
-    """Run the suite and record it by `policy`: the held-out check first (before any trial
-    runs), then the run, then the row (its Δ paired with `against`, see `record`). `runner`
-    goes to the runner (model, source, progress...)."""
+    """Run the suite and record it by `policy`: the held-out check and, for a run that will be
+    recorded, the change log's own check (it reads whole, neither file is a link) first, before
+    any trial runs; then the run, then the row (its Δ paired with `against`, see `record`).
+    `runner` goes to the runner (model, source, progress...)."""
+    if policy == "record" or config.holdout:
+        check(config.out)
     if config.holdout and not resume:
         check_holdout(config)
     outcome = run_eval(config, resume, **runner)
