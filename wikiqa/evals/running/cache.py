@@ -10,24 +10,34 @@ stopped on its own within the cap is the reply any cap that large would get, so 
 only in their cap share it, while a reply the cap cut off is served only to a call with that same
 cap. Each entry keeps the cap it was made with; one written before it kept any is served only
 when it stopped on its own.
+
+The cache file holds replies, and a reply can echo what the request carried (a local server that
+reflects its headers): the file is created readable by its owner only (0600; an older one is
+narrowed when its owner opens it), and every value is scrubbed of secrets before it is stored,
+as every other writer scrubs its output (`wikiqa.secrets`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from wikiqa.models import CallOptions, Message, Model, ModelTurn, ToolSpec
+from wikiqa.secrets import scrub
 
 # The stop reasons that say the output-token cap cut the reply off (OpenAI's, Anthropic's).
 TRUNCATED = frozenset({"length", "max_tokens"})
 # Beside a cached reply: the cap it was made with.
 CAP_FIELD = "_max_tokens"
+# The cache file and SQLite's files beside it (write-ahead log, shared memory, rollback journal).
+_SIDE_FILES = ("", "-wal", "-shm", "-journal")
 
 
 class Cache(Protocol):
@@ -65,6 +75,7 @@ class ResponseCache:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _owner_only(path)
         self.path = path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -77,6 +88,8 @@ class ResponseCache:
         return row[0] if row else None
 
     def put(self, key: str, value: str) -> None:
+        """Store `value` under `key`, scrubbed of secrets (a reply may echo a key)."""
+        value = scrub(value)
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, value))
 
@@ -88,6 +101,25 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _owner_only(path: Path) -> None:
+    """Create the cache file readable by its owner only (0600), or narrow an existing one (and
+    SQLite's files beside it) to that when the process owns it. An empty file is a valid new
+    SQLite database; the files SQLite creates beside it take its mode."""
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        os.close(os.open(path, flags, 0o600))
+    except FileExistsError:
+        pass
+    for suffix in _SIDE_FILES:
+        name = f"{path}{suffix}"
+        try:
+            info = os.lstat(name)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077:
+            os.chmod(name, 0o600)
 
 
 class CachingModel:
@@ -145,7 +177,8 @@ class CachingModel:
                 return cached.model_copy(update={"cached": True})
         turn = self.model(system, messages, tools, options)
         self.calls += 1
-        self.cache.put(
-            key, json.dumps(turn.model_dump(mode="json") | {CAP_FIELD: cap}, ensure_ascii=False)
-        )
+        # scrubbed here too: a cache behind an actor runs in a process that may not know the
+        # secrets this one holds
+        value = json.dumps(turn.model_dump(mode="json") | {CAP_FIELD: cap}, ensure_ascii=False)
+        self.cache.put(key, scrub(value))
         return turn
