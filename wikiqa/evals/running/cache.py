@@ -11,6 +11,12 @@ only in their cap share it, while a reply the cap cut off is served only to a ca
 cap. Each entry keeps the cap it was made with; one written before it kept any is served only
 when it stopped on its own.
 
+A reply that came from a file (`wikiqa replies import`) rather than from this machine's own
+call keeps the sha256 of that file beside it (`IMPORTED_FIELD`). `CachingModel` counts the calls
+such replies answered, per file (`imported`, `imported_files`, `imported_note`), so a run can say
+how much of it someone else's replies decided: a replies file answers any call whose request it
+predicted, with no model call made.
+
 The cache file holds replies, and a reply can echo what the request carried (a local server that
 reflects its headers): the file is created readable by its owner only (0600; an older one is
 narrowed when its owner opens it), and every value is scrubbed of secrets before it is stored,
@@ -25,7 +31,8 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,6 +43,8 @@ from wikiqa.secrets import scrub
 TRUNCATED = frozenset({"length", "max_tokens"})
 # Beside a cached reply: the cap it was made with.
 CAP_FIELD = "_max_tokens"
+# Beside an imported reply: the sha256 of the replies file it came from.
+IMPORTED_FIELD = "_imported_from"
 # The cache file and SQLite's files beside it (write-ahead log, shared memory, rollback journal).
 _SIDE_FILES = ("", "-wal", "-shm", "-journal")
 
@@ -122,8 +131,22 @@ def _owner_only(path: Path) -> None:
             os.chmod(name, 0o600)
 
 
+def imported_note(imported: int, calls: int, files: Mapping[str, int]) -> str | None:
+    """How much of a run imported replies answered, for its record: `imported` of `calls`
+    model calls (made and served), with each file's sha256 and count; None when none were."""
+    if not imported:
+        return None
+    shown = ", ".join(f"{sha} ({count})" for sha, count in sorted(files.items()))
+    return f"{imported} of {calls} calls answered from imported replies, file sha256 {shown}"
+
+
 class CachingModel:
-    """Wraps a model; serves repeated calls from the cache and counts real calls."""
+    """Wraps a model; serves repeated calls from the cache and counts real calls.
+
+    `calls`: calls the model made; `hits`: calls served from the cache; `imported`: those of the
+    hits an imported reply answered, and `imported_files` the count per replies file (by its
+    sha256), for the run's record (`imported_note`).
+    """
 
     def __init__(self, model: Model, cache: Cache, namespace: str) -> None:
         self.model = model
@@ -131,6 +154,8 @@ class CachingModel:
         self.namespace = namespace
         self.calls = 0
         self.hits = 0
+        self.imported = 0
+        self.imported_files: Counter[str] = Counter()
 
     @property
     def spec(self) -> str:
@@ -171,9 +196,13 @@ class CachingModel:
         if hit is not None:
             entry = json.loads(hit)
             made_with = entry.pop(CAP_FIELD, None)
+            origin = entry.pop(IMPORTED_FIELD, None)
             cached = ModelTurn.model_validate(entry)
             if fits(cached, made_with, cap):
                 self.hits += 1
+                if origin is not None:
+                    self.imported += 1
+                    self.imported_files[str(origin)] += 1
                 return cached.model_copy(update={"cached": True})
         turn = self.model(system, messages, tools, options)
         self.calls += 1
