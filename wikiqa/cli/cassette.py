@@ -68,9 +68,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
     try:
         lines = merge(cassettes, args.prefer)
         write_merged(lines, args.out)
+        merged = read_cassette(args.out)
     except CassetteError as err:
         raise CliError(str(err)) from err
-    merged = read_cassette(args.out)
+    except OSError as err:  # the folder cannot be written (full, read-only, not a folder)
+        raise CliError(
+            f"{args.out}: cannot write the merged cassette: {err.strerror or err}"
+        ) from err
     print(
         f"{args.out}: {len(merged.articles)} articles, {len(merged.fetches)} fetches, "
         f"{len(merged.searches)} searches from {len(cassettes)} cassettes "

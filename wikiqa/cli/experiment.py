@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wikiqa.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from wikiqa.evals.climb import ChangelogRow
 
 
 def cmd_experiment_run(args: argparse.Namespace) -> int:
@@ -17,7 +20,6 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
 
     from wikiqa import experiment
     from wikiqa.evals import results_dir, scratch_dir
-    from wikiqa.evals.climb import changelog
 
     notebooks = list(args.notebooks)
     if args.current:
@@ -63,7 +65,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         points = _labelled(Path(notebook), recorded)
         grid_rows = []
         for parameters in points:
-            before = len(changelog.read(out))
+            before = len(_rows(out))
             started = time.time()
             shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD"}}
             label = " ".join(f"{k}={v!r}" for k, v in shown.items()) or "default parameters"
@@ -74,7 +76,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                 # a run that met only outages is the infrastructure's failure, not the step's
                 outage = getattr(err.cause, "ename", "") == "InfrastructureFailure"
                 raise CliError(f"{notebook}: {err}", EXIT_UNAVAILABLE if outage else 1) from err
-            rows = changelog.read(out)[before:]
+            rows = _rows(out)[before:]
             grid_rows += rows
             # RECORD=False writes no row: show the run's parquet all the same
             parquets = [out / r.parquet for r in rows] or [
@@ -101,6 +103,17 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     if not args.record and args.out is None and not given:
         print(f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)")
     return 0
+
+
+def _rows(out: Path) -> list[ChangelogRow]:
+    """The change log's rows; a log that does not read (a cut line, a link) is a one-line error,
+    before the step runs."""
+    from wikiqa.evals.climb import changelog
+
+    try:
+        return changelog.read(out)
+    except ValueError as err:
+        raise CliError(str(err)) from err
 
 
 def _shown(path: Path) -> str:

@@ -1,5 +1,6 @@
 """`wikiqa replies export|import`: the response cache as a committed file (see
-`wikiqa.evals.running.replies` for why)."""
+`wikiqa.evals.running.replies` for why). Import is always asked for by name: a replies file
+answers model calls without a model, so nothing imports one on its own."""
 
 from __future__ import annotations
 
@@ -19,11 +20,15 @@ def _file(given: Path | None) -> Path:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from wikiqa.evals.running.cache import ResponseCache, cache_path
-    from wikiqa.evals.running.replies import export_replies
+    from wikiqa.evals.running.replies import RepliesError, export_replies
 
     cache = ResponseCache(cache_path())
     try:
         count = export_replies(cache, _file(args.file))
+    except RepliesError as err:
+        raise CliError(str(err)) from err
+    except OSError as err:  # the folder cannot be written (full, read-only, not a folder)
+        raise CliError(f"{_file(args.file)}: cannot write it: {err.strerror or err}") from err
     finally:
         cache.close()
     print(f"{_file(args.file)}: {count} replies from {cache_path()}")
@@ -36,12 +41,16 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     cache = ResponseCache(cache_path())
     try:
-        added, kept = import_replies(cache, _file(args.file))
+        done = import_replies(cache, _file(args.file))
     except RepliesError as err:
         raise CliError(str(err)) from err
     finally:
         cache.close()
-    print(f"{cache_path()}: {added} replies added from {_file(args.file)}, {kept} already there")
+    print(
+        f"{cache_path()}: {done.added} replies added from {_file(args.file)} (sha256 "
+        f"{done.sha256}), {done.kept} already there; the added ones are marked as imported, "
+        "and a run counts the calls they answer"
+    )
     return 0
 
 

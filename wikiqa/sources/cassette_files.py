@@ -10,7 +10,12 @@ A cassette is written beside its run's parquet (`runs/RUN_ID.cassette.jsonl.gz`)
     {"search": {"query": ..., "limit": 5, "hits": [SearchHit, ...]}}
 
 An article's `id` hashes its content (title, text, revision, url, infobox...; not the fetch
-time), so one revision is stored once however often it is fetched; a fetch line names it. A
+time), so one revision is stored once however often it is fetched; a fetch line names it. The id
+is checked when a cassette is read: an article line whose content does not hash to its id is
+refused, naming the file and line. So the ids are the content, and the cassette's hash, which is
+over them, changes with any article's text: a rewritten article cannot keep its old id and pass
+for the run that recorded it. The id is taken after the article is scrubbed of secrets (the
+text the line holds), so a scrubbed article still matches its id. A
 fetch or search line is written once per distinct answer. Compressed, because the JSON around
 an article (its URL, provenance, the snippets of every search) is as large as its text: gzip,
 flushed after every line, keeps a cassette below the sum of its distinct article texts, and
@@ -19,8 +24,8 @@ is over the set of distinct records, not the file's bytes: two runs that were an
 the same hash whatever order their threads wrote in.
 
 Every malformed input is a `CassetteError` naming the file and line: a line that is not JSON, a
-record of no known kind, a fetch naming an article the file does not hold, and a last line cut
-short (a run killed mid-write: resuming the run repairs it).
+record of no known kind, an article whose id is not its content's hash, a fetch naming an article
+the file does not hold, and a last line cut short (a run killed mid-write: resuming the run repairs it).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
+from wikiqa.secrets import scrub, scrub_data
 from wikiqa.sources.protocol import normalize_title
 from wikiqa.sources.records import Article, Depth, SearchHit
 
@@ -150,8 +156,16 @@ def header_line(header: Header) -> dict[str, Any]:
 
 
 def article_line(article: Article) -> dict[str, Any]:
-    """An article's line: the article and its id (`article_id`)."""
+    """An article's line: the article, scrubbed of secrets as every written line is, and the id
+    of that scrubbed content (`article_id` of what a reader will parse back)."""
     data = article.model_dump(mode="json")
+    text = json.dumps(data, ensure_ascii=False)  # as the writers dump (and scrub) the line
+    clean = scrub(text)
+    if clean != text:
+        try:
+            data = json.loads(clean)
+        except json.JSONDecodeError:  # a mask that cut through JSON syntax: value by value
+            data = scrub_data(data)
     return {"article": data, "id": _article_id(data)}
 
 
@@ -246,7 +260,13 @@ def _add(cassette: Cassette, record: dict[str, Any], where: str) -> None:
     try:
         if "article" in record and "id" in record:
             article = Article.model_validate(record["article"])
-            cassette.articles[str(record["id"])] = article
+            ident = str(record["id"])
+            if article_id(article) != ident:
+                raise CassetteError(
+                    f"{where}: article {article.title!r} does not hash to its id {ident} "
+                    "(its content was changed after it was recorded); refusing the cassette"
+                )
+            cassette.articles[ident] = article
         elif "fetch" in record:
             fetch = Fetch.model_validate(record["fetch"])
             if fetch.article is not None and fetch.article not in cassette.articles:

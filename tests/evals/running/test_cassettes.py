@@ -17,8 +17,9 @@ from wikiqa.evals import RunConfig, evaluate, run_eval
 from wikiqa.evals.running.runner import RunOutcome
 from wikiqa.experiment import climb, step
 from wikiqa.registry import open_source
+from wikiqa.sources import Article
 from wikiqa.sources.cassette import CassetteSource
-from wikiqa.sources.cassette_files import CassetteError, read_cassette, read_lines
+from wikiqa.sources.cassette_files import CassetteError, article_line, read_cassette, read_lines
 
 # What differs between a run and its replay by design: who ran, when, how fast, from where.
 NOT_VERDICTS = ["run_id", "created_at", "latency_ms", "source", "source_hash", "git_sha"]
@@ -139,14 +140,19 @@ def test_compare_prints_drift_beside_the_delta_and_marks_confounding(
     out = capsys.readouterr().out
     shared = len(read_cassette(cassette_path(a)).articles)
     assert f"drift: 0 of {shared} (0.0%) shared articles at different revisions" in out
-    # B saw three of those articles at another revision (its cassette rewritten to say so).
+    # B saw three of those articles at another revision (its cassette rewritten to say so, each
+    # rewritten article under the id of its new content, as a recorder would have written it).
     path = cassette_path(b)
     records = [json.loads(line) for line in read_lines(path)[:-1]]
-    changed = 0
+    renamed: dict[str, str] = {}
     for record in records:
-        if "article" in record and changed < 3:
-            changed += 1
-            record["article"]["revision_id"] = 1000 + changed
+        if "article" in record and len(renamed) < 3:
+            record["article"]["revision_id"] = 1001 + len(renamed)
+            line = article_line(Article.model_validate(record["article"]))
+            renamed[record["id"]] = line["id"]
+            record["id"] = line["id"]
+        elif "fetch" in record and record["fetch"]["article"] in renamed:
+            record["fetch"]["article"] = renamed[record["fetch"]["article"]]
     path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode()))
     assert main(["compare", a.meta.run_id, b.meta.run_id, "--out", str(results), "--json"]) == 0
     drift = json.loads(capsys.readouterr().out)["drift"]

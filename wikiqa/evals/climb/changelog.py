@@ -4,10 +4,28 @@
 through `read` too); the markdown is regenerated from them, so the two never disagree. Rows carry
 `kind` (baseline, prompt, retrieval, grader, model, holdout, ...): grader rows recalibrate the
 instrument, so scores are not directly comparable across them.
+
+Both files live in a results folder that may come from someone else's commit, and a recorded
+run costs hours, so the writes are careful:
+
+- `append` reads the log whole first (a file that does not read is refused before anything is
+  added), then appends the new line with one `O_APPEND` write; if the write fails part-way (a
+  full disk), the file is cut back to its old length, byte for byte. The markdown is written to
+  a temporary file beside it first and renamed over `CHANGELOG.md` only once the line is in.
+- Neither file is ever opened through a symbolic link (`O_NOFOLLOW`, `lstat`): a link is
+  refused with a one-line error, and the link's target is untouched.
+- `check` is that refusal before a run: a recording run calls it before its first trial, so a
+  broken log is reported at once, not after hours of trials.
+- A last line cut short (a write killed mid-line by an older writer) is reported by `read` as
+  such, naming the file and line.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +33,11 @@ from pydantic import BaseModel
 
 from wikiqa.evals.analysis.reduce import COLUMNS
 from wikiqa.evals.analysis.stats import count_text
-from wikiqa.inputs import MiB, read_jsonl
+from wikiqa.inputs import InputError, MiB, read_bounded, read_jsonl
 from wikiqa.secrets import scrub
+
+JSONL = "changelog.jsonl"
+MARKDOWN = "CHANGELOG.md"
 
 HEADER = """# Change log
 
@@ -74,22 +95,122 @@ class ChangelogRow(BaseModel):
 MAX_CHANGELOG_BYTES = 64 * MiB
 
 
+class ChangelogError(InputError):
+    """The change log cannot be read or written as it is; the message names the file (and line)."""
+
+
 def read(out: Path) -> list[ChangelogRow]:
     """Every row of `out/changelog.jsonl`, in order (none when the file is absent); a bad line
-    is an error naming the file and line."""
-    path = out / "changelog.jsonl"
+    is an error naming the file and line, a symbolic link is refused."""
+    path = out / JSONL
+    _refuse_link(path, "read")
     if not path.exists():
         return []
-    return read_jsonl(path, ChangelogRow, "change log", MAX_CHANGELOG_BYTES)
+    try:
+        return read_jsonl(path, ChangelogRow, "change log", MAX_CHANGELOG_BYTES)
+    except InputError as err:
+        cut = _cut_line(path)
+        if cut is not None and str(err).startswith(f"{path}:{cut}:"):
+            raise ChangelogError(
+                f"{path}:{cut}: the last line is cut short (the file ends mid-line: a write was "
+                "interrupted); every line before it is whole: remove the partial line to go on"
+            ) from None
+        raise
+
+
+def _cut_line(path: Path) -> int | None:
+    """The number of the last line when the file does not end with a newline, else None."""
+    try:
+        data = read_bounded(path, MAX_CHANGELOG_BYTES, "change log")
+    except (OSError, ValueError):
+        return None
+    return data.count(b"\n") + 1 if data and not data.endswith(b"\n") else None
+
+
+def _refuse_link(path: Path, doing: str = "write") -> None:
+    if path.is_symlink():
+        tail = " (nothing was written)" if doing == "write" else ""
+        raise ChangelogError(f"{path}: is a symbolic link; refusing to {doing} through it{tail}")
+
+
+def check(out: Path) -> list[ChangelogRow]:
+    """Refuse, before a recording run starts, a change log the run could not append to: either
+    file a symbolic link, or a `changelog.jsonl` that does not read whole. Its rows."""
+    _refuse_link(out / MARKDOWN)
+    return read(out)
 
 
 def append(out: Path, row: ChangelogRow) -> None:
-    """Append one row to the JSON lines and regenerate the markdown beside them."""
+    """Append one row to the JSON lines and regenerate the markdown beside them: the log is
+    read whole first, the line goes in whole or not at all, and `CHANGELOG.md` is replaced by
+    a complete new file (see the module docstring)."""
     out.mkdir(parents=True, exist_ok=True)
+    rows = check(out)
     line = scrub(row.model_dump_json()) + "\n"
-    with (out / "changelog.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(line)
-    render_markdown(out)
+    markdown = _temporary(
+        out / MARKDOWN, _markdown([*rows, ChangelogRow.model_validate_json(line)])
+    )
+    try:
+        _append_line(out / JSONL, line.encode("utf-8"))
+        _refuse_link(out / MARKDOWN)
+        os.replace(markdown, out / MARKDOWN)
+    finally:
+        markdown.unlink(missing_ok=True)
+
+
+def _append_line(path: Path, data: bytes) -> None:
+    """Append `data` with one O_APPEND write, never through a link; on any failure the file is
+    cut back to the length it had, so it never ends mid-line."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            _refuse_link(path)
+        raise ChangelogError(f"{path}: cannot open the change log: {err.strerror or err}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ChangelogError(f"{path}: not a regular file; refusing to append to it")
+        size = info.st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data  # a whole last row without its newline (`read` accepted it)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException as err:
+            os.ftruncate(fd, size)
+            if isinstance(err, OSError):
+                raise ChangelogError(
+                    f"{path}: cannot append the row ({err.strerror or err}); the file is as it "
+                    "was, nothing was recorded"
+                ) from None
+            raise
+    finally:
+        os.close(fd)
+
+
+def _temporary(path: Path, text: str) -> Path:
+    """`text` written whole to a new temporary file beside `path` (created exclusively, so never
+    through a link), ready to be renamed over it; nothing is left if the write fails."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0600: the change log is committed and shared
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise ChangelogError(
+                f"{path}: cannot write it ({err.strerror or err}); nothing was recorded"
+            ) from None
+        raise
+    return tmp
 
 
 def delta_text(r: ChangelogRow) -> str:
@@ -104,8 +225,7 @@ def delta_text(r: ChangelogRow) -> str:
     )
 
 
-def render_markdown(out: Path) -> Path:
-    rows = read(out)
+def _markdown(rows: list[ChangelogRow]) -> str:
     head = ["date", "experiment", "change", "kind", "suite", "model", "trials", *COLUMNS,
             "tasks pass-all", "Δ tasks vs previous [95% CI]"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -115,6 +235,18 @@ def render_markdown(out: Path) -> Path:
         tasks_text = count_text(*r.tasks_pass) if r.tasks_pass else "-"
         fields = [r.date, r.experiment, r.change or "-", r.kind, r.suite, r.model, str(r.trials)]
         lines.append("| " + " | ".join([*fields, *cells, tasks_text, delta_text(r)]) + " |")
-    path = out / "CHANGELOG.md"
-    path.write_text(scrub(HEADER + "\n".join(lines) + "\n"), encoding="utf-8")
+    return scrub(HEADER + "\n".join(lines) + "\n")
+
+
+def render_markdown(out: Path) -> Path:
+    """Regenerate `CHANGELOG.md` from the JSON lines: a complete new file renamed over it,
+    never written through a link."""
+    path = out / MARKDOWN
+    _refuse_link(path)
+    tmp = _temporary(path, _markdown(read(out)))
+    try:
+        _refuse_link(path)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path

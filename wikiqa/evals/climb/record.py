@@ -18,7 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from wikiqa.evals.analysis.compare import compare
-from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, read
+from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, check, read
 from wikiqa.evals.running import RunConfig, RunOutcome, run_eval
 from wikiqa.evals.running.locks import folder_lock
 from wikiqa.evals.tasks import resolve_suite, suite_hash
@@ -47,14 +47,16 @@ def evaluate(
     against: str | None = None,
     **runner: Any,
 ) -> tuple[RunOutcome, ChangelogRow | None]:
-    """Run the suite and record it by `policy`: the held-out check first (before any trial
-    runs), then the run, then the row (its Δ paired with `against`, see `record`). `runner`
-    goes to the runner (model, source, progress...). A recorded or held-out run holds its
-    results folder's lock from before the held-out check to its row: two such runs at once
-    would both pass the run-once check, or pair their rows with the same earlier one."""
+    """Run the suite and record it by `policy`: for a run that will be recorded, the change
+    log's own check (it reads whole, neither file is a link) and the held-out check first,
+    before any trial runs; then the run, then the row (its Δ paired with `against`, see
+    `record`). `runner` goes to the runner (model, source, progress...). A recorded or held-out
+    run holds its results folder's lock from before the checks to its row: two such runs at
+    once would both pass the run-once check, or pair their rows with the same earlier one."""
     if policy == "explore" and not config.holdout:
         return (outcome := run_eval(config, resume, **runner)), record(outcome, policy, against)
     with folder_lock(config.out):
+        check(config.out)
         if config.holdout and not resume:
             check_holdout(config)
         outcome = run_eval(config, resume, **runner)

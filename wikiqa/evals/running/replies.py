@@ -10,18 +10,33 @@ holds is kept as it is.
 
 Entries are model replies keyed by a hash of the request; they are scrubbed on export like
 everything else that leaves a run, so no secret reaches the file.
+
+A replies file may be someone else's: its replies answer every call whose request they name,
+with no model call made. So an imported entry is stored marked with the sha256 of the file it
+came from (`cache.IMPORTED_FIELD`), and the caching model counts the calls such entries answer;
+the mark is dropped again on export, so the exported bytes do not depend on where a reply was
+made. The file is read only if it is a regular file, never through a symbolic link, and the
+export is written to a new temporary file beside its name (created exclusively: a planted
+`.partial` link is never followed) and renamed over it.
 """
 
 from __future__ import annotations
 
+import errno
 import gzip
+import hashlib
+import io
 import json
+import os
+import stat
+import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from wikiqa.config import remember_secrets
-from wikiqa.evals.running.cache import CAP_FIELD, ResponseCache
+from wikiqa.evals.running.cache import CAP_FIELD, IMPORTED_FIELD, ResponseCache
 from wikiqa.inputs import MiB, parse_jsonl, validate
 from wikiqa.models import ModelTurn
 from wikiqa.secrets import scrub
@@ -42,17 +57,39 @@ class Entry(BaseModel):
 
 def export_replies(cache: ResponseCache, out: Path) -> int:
     """Write the cache's entries to `out` (gzip JSON lines, sorted by key), all but the
-    extractive answerer's; the count written."""
+    extractive answerer's; the count written. A symbolic link at `out` is refused."""
     remember_secrets()  # a key only a `.env` holds is scrubbed too
-    entries = sorted((k, v) for k, v in cache.items() if not _free(v))
+    entries = sorted((k, _unmarked(v)) for k, v in cache.items() if not _free(v))
+    if out.is_symlink():
+        raise RepliesError(f"{out}: is a symbolic link; refusing to write through it")
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")  # a failed export leaves the old file whole
-    with partial.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-        for key, value in entries:
-            line = json.dumps({"key": key, "value": scrub(value)}, ensure_ascii=False)
-            gz.write((line + "\n").encode("utf-8"))
-    partial.replace(out)
+    # a failed export leaves the old file whole; mkstemp creates its file exclusively
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial")
+    partial = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+            for key, value in entries:
+                line = json.dumps({"key": key, "value": scrub(value)}, ensure_ascii=False)
+                gz.write((line + "\n").encode("utf-8"))
+        os.chmod(partial, 0o644)  # mkstemp's 0600: the file is meant to be committed
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
     return len(entries)
+
+
+def _unmarked(value: str) -> str:
+    """A cached value without the imported mark (see the module docstring)."""
+    if IMPORTED_FIELD not in value:
+        return value
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return value
+    if not isinstance(data, dict) or IMPORTED_FIELD not in data:
+        return value
+    data.pop(IMPORTED_FIELD)
+    return json.dumps(data, ensure_ascii=False)
 
 
 def _free(value: str) -> bool:
@@ -67,11 +104,36 @@ def _free(value: str) -> bool:
 
 def read_replies(path: Path) -> list[Entry]:
     """The entries of a replies file, every problem named with the file and line."""
+    return _read(path)[0]
+
+
+def _raw(path: Path) -> bytes:
+    """The file's bytes: a regular file only, opened without following a symbolic link (and
+    without blocking on a FIFO), bounded."""
     try:
-        with gzip.open(path, "rb") as gz:
-            data = gz.read(LIMIT + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise RepliesError(f"{path}: no such replies file") from None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise RepliesError(f"{path}: is a symbolic link; refusing to read through it") from None
+        raise RepliesError(f"{path}: cannot read the replies file ({err.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RepliesError(f"{path}: not a regular file; refusing to read it")
+        os.set_blocking(fd, True)
+        raw = handle.read(LIMIT + 1)
+    if len(raw) > LIMIT:
+        raise RepliesError(f"{path}: more than {LIMIT // MiB} MiB")
+    return raw
+
+
+def _read(path: Path) -> tuple[list[Entry], str]:
+    """The entries of a replies file and the sha256 of its bytes."""
+    raw = _raw(path)
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb") as gz:
+            data = gz.read(LIMIT + 1)
     except (OSError, EOFError) as err:
         raise RepliesError(f"{path}: not a gzip replies file ({err})") from None
     if len(data) > LIMIT:
@@ -88,6 +150,7 @@ def read_replies(path: Path) -> list[Entry]:
             if not isinstance(turn, dict):
                 raise ValueError("not a JSON object")
             turn.pop(CAP_FIELD, None)
+            turn.pop(IMPORTED_FIELD, None)
             ModelTurn.model_validate(turn)
         except (ValueError, ValidationError) as err:
             first = str(err).splitlines()[0]
@@ -95,16 +158,27 @@ def read_replies(path: Path) -> list[Entry]:
                 f"{path}:{lineno}: value is not a cached model turn ({first})"
             ) from None
         entries.append(entry)
-    return entries
+    return entries, hashlib.sha256(raw).hexdigest()
 
 
-def import_replies(cache: ResponseCache, path: Path) -> tuple[int, int]:
-    """Add the entries of `path` the cache lacks: (added, already there). The whole file is
-    read and checked before anything is written."""
-    entries = read_replies(path)
+class Imported(NamedTuple):
+    """What `import_replies` did: entries added, entries the cache already held (kept as they
+    were), and the sha256 of the file the added ones are marked with."""
+
+    added: int
+    kept: int
+    sha256: str
+
+
+def import_replies(cache: ResponseCache, path: Path) -> Imported:
+    """Add the entries of `path` the cache lacks, each marked as imported from this file (its
+    sha256). The whole file is read and checked before anything is written."""
+    entries, sha256 = _read(path)
+    remember_secrets()  # stored values are scrubbed (`ResponseCache.put`), a `.env` key too
     added = 0
     for entry in entries:
         if cache.get(entry.key) is None:
-            cache.put(entry.key, entry.value)
+            value = json.loads(entry.value) | {IMPORTED_FIELD: sha256}
+            cache.put(entry.key, json.dumps(value, ensure_ascii=False))
             added += 1
-    return added, len(entries) - added
+    return Imported(added, len(entries) - added, sha256)
