@@ -276,3 +276,35 @@ def test_a_cut_last_line_is_dropped_before_the_resume_appends(tmp_path: Path) ->
     assert again.cut_tail is None and len(again.trials) == 3
     second = run_eval(RunConfig(limit=3, trials=1, out=out), first.meta.run_id, progress=False)
     assert second.trials_run == 0  # nothing runs twice
+
+
+def test_a_run_answered_from_imported_replies_says_so_in_its_row_and_parquet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wikiqa.evals.climb import changelog
+
+    from wikiqa.models import ScriptedModel
+
+    def refuser() -> ScriptedModel:
+        turn = [{"name": "refuse", "arguments": {"reason": "Not in the text."}}]
+        return ScriptedModel([turn, turn], spec="scripted:refuser")
+
+    config = RunConfig(limit=2, trials=1, out=tmp_path / "mine", concurrency=1)
+    monkeypatch.setenv("WIKIQA_HOME", str(tmp_path / "their-home"))
+    theirs = run_eval(config, model=refuser(), progress=False)
+    assert theirs.meta.imported_replies is None and theirs.model_calls > 0
+    shared = tmp_path / "their-replies.jsonl.gz"
+    assert main(["replies", "export", str(shared)]) == 0
+    sha = hashlib.sha256(shared.read_bytes()).hexdigest()
+    monkeypatch.setenv("WIKIQA_HOME", str(tmp_path / "my-home"))
+    assert main(["replies", "import", str(shared)]) == 0
+    capsys.readouterr()
+    mine = config.model_copy(update={"out": tmp_path / "results"})
+    outcome, row = evaluate(mine, "record", model=refuser(), progress=False)
+    calls = theirs.model_calls
+    note = f"{calls} of {calls} calls answered from imported replies, file sha256 {sha} ({calls})"
+    assert outcome.model_calls == 0 and outcome.meta.imported_replies == note
+    assert set(outcome.frame["imported_replies"]) == {note}
+    assert row is not None and row.imported_replies == note
+    assert changelog.read(tmp_path / "results")[0].imported_replies == note
+    assert note in (tmp_path / "results" / "CHANGELOG.md").read_text()

@@ -90,6 +90,8 @@ class ChangelogRow(BaseModel):
     delta: Delta | None = None
     delta_note: str | None = None  # why there is no delta, when there is none
     cassette_hash: str | None = None  # what the source answered (runs/RUN_ID.cassette.jsonl.gz)
+    # how many model calls someone else's imported replies answered (None: none)
+    imported_replies: str | None = None
 
 
 MAX_CHANGELOG_BYTES = 64 * MiB
@@ -233,7 +235,8 @@ def _markdown(rows: list[ChangelogRow]) -> str:
         dims = r.dimensions
         cells = [count_text(*dims[d]) if d in dims else "-" for d in COLUMNS]
         tasks_text = count_text(*r.tasks_pass) if r.tasks_pass else "-"
-        fields = [r.date, r.experiment, r.change or "-", r.kind, r.suite, r.model, str(r.trials)]
+        change = (r.change or "-") + (f" ({r.imported_replies})" if r.imported_replies else "")
+        fields = [r.date, r.experiment, change, r.kind, r.suite, r.model, str(r.trials)]
         lines.append("| " + " | ".join([*fields, *cells, tasks_text, delta_text(r)]) + " |")
     return scrub(HEADER + "\n".join(lines) + "\n")
 

@@ -133,6 +133,7 @@ def row(outcome: RunOutcome) -> ChangelogRow:
         errors=summary.errors,
         parquet=_relative(outcome.parquet, meta.config.out),
         cassette_hash=meta.cassette_hash,
+        imported_replies=meta.imported_replies,
     )
 
 

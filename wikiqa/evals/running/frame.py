@@ -29,6 +29,7 @@ def to_frame(
         "prompt_hash": meta.prompt_hash, "suite": c.suite_name,
         "suite_hash": meta.suite_hash, "trials": c.trials, "created_at": meta.created_at,
         "cassette_hash": meta.cassette_hash, "max_tokens": meta.max_tokens,
+        "imported_replies": meta.imported_replies,
     }  # fmt: skip
     rows = []
     for task in tasks:

@@ -20,7 +20,7 @@ from wikiqa.outputs import check_run_id
 META_COLUMNS = (
     "run_id", "git_sha", "experiment", "change", "kind", "model", "judge", "source",
     "source_hash", "prompt_hash", "suite", "suite_hash", "trials", "created_at", "cassette_hash",
-    "max_tokens",
+    "max_tokens", "imported_replies",
 )  # fmt: skip
 
 
@@ -112,6 +112,9 @@ class RunMeta(BaseModel):
     # What the source answered: runs/RUN_ID.cassette.jsonl.gz and its content hash (set at the end).
     cassette: str | None = None
     cassette_hash: str | None = None
+    # How many of the run's model calls imported replies answered (None: none), set at its end
+    # from its logged trials: "12 of 40 calls answered from imported replies, file sha256 ...".
+    imported_replies: str | None = None
 
     @field_validator("run_id")
     @classmethod
@@ -133,6 +136,11 @@ class TrialRecord(BaseModel):
     node: str | None = Field(
         None,
         description="The Ray node that ran the trial (None: this process, the local executor).",
+    )
+    imported: dict[str, int] = Field(
+        default_factory=dict,
+        description="Model calls of this trial answered from imported replies, by the replies "
+        "file's sha256 (`wikiqa replies import`): someone else's replies, said so in the record.",
     )
 
     @property

@@ -18,7 +18,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -37,6 +38,7 @@ from wikiqa.evals.running.cache import (
     CachingModel,
     ResponseCache,
     cache_path,
+    imported_note,
     output_cap,
 )
 from wikiqa.evals.running.cassettes import check_replay, open_recorder, replaying, with_cassette
@@ -165,13 +167,16 @@ class Runner:
             if not result.infrastructure_error or attempts >= self.infra_attempts:
                 break
             self.sleep(self.config.infra_backoff * 2 ** (attempts - 1))
+        imported: dict[str, int] = {}
         with self._counter_lock:
             if isinstance(model, CachingModel):
                 self.model_calls += model.calls
                 self.cached_calls += model.hits
+                imported = dict(model.imported_files)
             else:
                 self.model_calls += result.usage.model_calls
         return TrialRecord(
+            imported=imported,
             task_id=task.id,
             trial=trial,
             attempts=attempts,
@@ -309,6 +314,7 @@ class Runner:
         wanted = {
             k: r for k, r in log.trials.items() if k[0] in by_id and k[1] < meta.config.trials
         }
+        meta = meta.model_copy(update={"imported_replies": _imported(wanted.values())})
         scored = score(
             wanted, by_id, self.judge_for if self.judge_model else None, config.concurrency
         )
@@ -330,6 +336,16 @@ class Runner:
             judge_calls=self.judge_calls,
             first_error=first_error,
         )
+
+
+def _imported(records: Iterable[TrialRecord]) -> str | None:
+    """What imported replies answered across a run's trials, for its row and parquet."""
+    files: Counter[str] = Counter()
+    calls = 0
+    for record in records:
+        files.update(record.imported)
+        calls += record.result.usage.model_calls
+    return imported_note(sum(files.values()), calls, files)
 
 
 def differences(old: RunConfig, new: RunConfig) -> list[tuple[str, Any, Any]]:
