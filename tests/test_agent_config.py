@@ -68,18 +68,22 @@ def test_step_parameters_are_generated_from_the_fields() -> None:
 
 
 def test_every_lever_changes_the_parameters_hash_and_blocks_a_resume() -> None:
-    base = RunConfig()
+    base = RunConfig(agent=AgentConfig(read_first=1))
     hashes = {parameters_hash(base)}
     for name, field in AgentConfig.model_fields.items():
-        other = not field.default if field.annotation is bool else field.default + 1
-        if name == "abstain_below":
-            other = 0.5
-        changed = RunConfig(agent=AgentConfig(**{name: other}))
+        now = getattr(base.agent, name)
+        other: object = not now if field.annotation is bool else now
+        if isinstance(now, int | float) and not isinstance(now, bool):
+            other = now + 1 if name != "abstain_below" else 0.5
+        if name == "mode":
+            other = "reading"
+        changed = RunConfig(agent=base.agent.model_copy(update={name: other}))
         hashes.add(parameters_hash(changed))
         assert [f for f, _, _ in differences(base, changed)] == [name]
     assert len(hashes) == len(LEVERS) + 1
     # how a run executes is not what it measures
-    assert parameters_hash(RunConfig(concurrency=1, executor="ray")) == parameters_hash(base)
+    plain = RunConfig()
+    assert parameters_hash(RunConfig(concurrency=1, executor="ray")) == parameters_hash(plain)
 
 
 def test_an_older_record_keeps_its_levers_and_its_recorded_spec() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -45,6 +45,11 @@ class AgentConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    mode: Literal["tools", "reading"] = Field(
+        "tools",
+        description="tools: the model drives search, fetch and submit | reading: it reads the "
+        "top read_first leads and answers in a few words; the code attributes the quote",
+    )
     retrieval: bool = Field(
         True, description="search Wikipedia; False: the closed-book baseline (tools off)"
     )
@@ -73,6 +78,11 @@ class AgentConfig(BaseModel):
     abstain_below: float = Field(
         0.0, ge=0.0, le=1.0, description="refuse an answer whose fitted confidence is under this"
     )
+    reading_repair: bool = Field(
+        False,
+        description="reading: an unattributed answer is asked again, shown only the "
+        "sentences closest to the question",
+    )
     brief: bool = Field(False, description="ask for the few words that answer, not a sentence")
     short_quote: bool = Field(False, description="ask for one short passage quoted verbatim")
 
@@ -80,6 +90,8 @@ class AgentConfig(BaseModel):
     def _reads_fit_budget(self) -> AgentConfig:
         if self.read_first >= self.budget:
             raise ValueError(f"read_first ({self.read_first}) must be below budget ({self.budget})")
+        if self.mode == "reading" and (self.read_first < 1 or not self.retrieval):
+            raise ValueError("mode reading reads the top leads: it needs read_first >= 1")
         return self
 
     def changed(self) -> dict[str, Any]:
@@ -105,6 +117,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         help_text = f"{field.description} (default {field.default})"
         if field.annotation is bool:
             group.add_argument(flag, action=argparse.BooleanOptionalAction, help=help_text)
+        elif get_origin(field.annotation) is Literal:
+            choices = get_args(field.annotation)
+            group.add_argument(flag, choices=choices, help=help_text)
         else:
             kind = int if field.annotation is int else float
             group.add_argument(flag, type=kind, metavar="N", help=help_text)

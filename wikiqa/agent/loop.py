@@ -25,6 +25,10 @@ The design, and where each rule lives below:
   second failure becomes a refusal. An answer with unverified citations is never returned.
 - Retrieved text is data: tool results are labelled untrusted, and the deterministic guard
   (`wikiqa.agent.guard`) rejects outputs that repeat planted instructions or carry web addresses.
+- Two ways to read, one loop (`AgentConfig.mode`): `tools`, where the model drives search, fetch
+  and submit; and `reading` (`wikiqa.agent.reading`), where after the same search and fetches
+  the model only answers in a few words and the quote is attributed in code, then submitted
+  through the same `decide`: the grounding rules are the same for both.
 - Outages are infrastructure errors: a source or model failure after retries ends the run with a
   refusal marked `infrastructure_error`, never a made-up answer.
 """
@@ -48,6 +52,7 @@ from wikiqa.agent.prompts import (
     system_prompt,
     tools_for,
 )
+from wikiqa.agent.reading import read
 from wikiqa.agent.result import (
     INFRASTRUCTURE_CODES,
     AgentResult,
@@ -213,6 +218,8 @@ class _Run:
             ]
             state.messages.append(AssistantMessage(tool_calls=reads))
             state.messages.extend(run_tool(state, call) for call in reads)
+        if config.mode == "reading":
+            return read(state, self._read_call, config.reading_repair)
         nudged = deciding = False
         while True:
             offered = self._offered()  # enforced on the calls below, not sent: see the docstring
@@ -260,6 +267,16 @@ class _Run:
                     results.append(run_tool(state, call, offered))
             state.messages.extend(results)
 
+    def _read_call(self, system: str, text: str, max_tokens: int) -> str:
+        """One call of the reading mode: no tools, the few tokens it needs; its reply text."""
+        options = CallOptions(max_tokens=max_tokens, temperature=0.0)
+        turn = self._model_turn(
+            system, tools=(), options=options, messages=[UserMessage(text=text)]
+        )
+        if turn.stop_reason in MODEL_REFUSALS:
+            return ""
+        return turn.message.text
+
     def _offered(self) -> tuple[ToolSpec, ...]:
         if self.agent.config.budget - self.state.tool_calls > CLOSING:
             return self.agent.tools
@@ -278,12 +295,14 @@ class _Run:
         system: str = SYSTEM_PROMPT,
         tools: Sequence[ToolSpec] = TOOLS,
         options: CallOptions | None = None,
+        messages: Sequence[Message] | None = None,
     ) -> ModelTurn:
         state, start = self.state, time.perf_counter()
+        sent = state.messages if messages is None else messages
         turn = (
-            self.agent.model(system, state.messages, tools, options)
+            self.agent.model(system, sent, tools, options)
             if options is not None
-            else self.agent.model(system, state.messages, tools)
+            else self.agent.model(system, sent, tools)
         )
         latency = (time.perf_counter() - start) * 1000
         state.model_calls += 1

@@ -209,7 +209,9 @@ class AnthropicModel:
         ]
         request: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": self.max_tokens,
+            "max_tokens": min(
+                self.max_tokens, (options.max_tokens if options else None) or self.max_tokens
+            ),
             "system": [{"type": "text", "text": system}],
             "messages": to_anthropic(messages),
         }

@@ -223,7 +223,9 @@ class OpenAIModel:
         limit = "max_completion_tokens" if self._completion_tokens else "max_tokens"
         request: dict[str, Any] = {
             "model": self.model,
-            limit: self.max_tokens,
+            limit: min(
+                self.max_tokens, (options.max_tokens if options else None) or self.max_tokens
+            ),
             "messages": to_openai(system, messages),
         }
         if tools:  # judges call without tools

@@ -116,6 +116,9 @@ class CallOptions(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     temperature: float | None = Field(None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(
+        None, ge=1, description="A tighter output cap for this call (never above the model's)."
+    )
     response_schema: dict[str, Any] | None = Field(
         None, description="JSON schema of the reply, enforced where the provider supports it."
     )

@@ -1,0 +1,187 @@
+"""The reading mode: the model reads and answers; the code attributes.
+
+A model too small to drive tools reads well enough when asked little: given a few leads and
+asked for "the short answer, or unknown", it states the right answer far more often than when
+it must also write a JSON tool call with a verbatim quote. So in this mode, after the loop's own
+search and the fetch of the top `read_first` hits (the same actions as in tool mode, so the
+guard and the quarantine see every article the same way), the model gets one short call: the
+question and the leads' sentences, numbered (quarantined sentences are not among them), and a
+few output tokens for the answer.
+
+Attribution is then deterministic. A sentence is a candidate when it states every content word
+of the answer; candidates are ranked by what they share with the question, so a sentence that
+states the answer *as the answer to this question* beats one that merely mentions it, and one
+that shares nothing with the question is no candidate. The best candidate becomes the quote.
+An answer no sentence supports (often one from memory) gets, with the `reading_repair` lever,
+one more call: the question again, with only the k sentences closest to it, and "the short
+answer from these sentences, or unknown". The new answer is attributed by the same rule; the
+model never names a sentence, so it cannot cite one that does not exist.
+
+The result is submitted through `decide`, exactly as a tool call's submission: verbatim
+grounding, the guard, strict support, trimmed quotes, the budget, `last_look` and abstention all
+apply unchanged. Nothing here relaxes the rule that every quote is a verbatim span of an article
+fetched in this run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from wikiqa.agent.decide import decide
+from wikiqa.agent.prompts import READING_SYSTEM
+from wikiqa.agent.render import datamark, numbered
+from wikiqa.agent.result import Answer, Refusal
+from wikiqa.agent.state import RunState
+from wikiqa.models import SUBMIT, ToolCall, ToolResult
+from wikiqa.text import content_words, stem
+
+ANSWER_TOKENS = 24  # the short answer; a sentence about it is cut off, not read
+REPAIR_CHOICES = 5
+UNKNOWN = re.compile(r"^\W*(unknown|i don'?t know|none|not stated|n/?a)\b", re.IGNORECASE)
+
+Ask = Callable[[str, str, int], str]  # (system, user text, output-token cap) -> the reply text
+
+
+@dataclass(frozen=True)
+class Sentence:
+    title: str
+    text: str
+    order: int  # position across the leads read, the first lead's first sentence 0
+
+
+def leads(state: RunState) -> list[Sentence]:
+    """The sentences of the articles read, in reading order: what the model is shown, and the
+    only text a quote may come from."""
+    found: list[Sentence] = []
+    for article in state.fetched.articles.values():
+        for text in numbered(article):
+            found.append(Sentence(article.title, text, len(found)))
+    return found
+
+
+def prompt(question: str, shown: list[Sentence], spotlight: bool = False) -> str:
+    """The reading call's user message: the question, then the sentences under their titles."""
+    mark = datamark if spotlight else str
+    lines = [f"Question: {question}", "", "Wikipedia sentences:"]
+    title = None
+    for i, s in enumerate(shown, start=1):
+        if s.title != title:
+            title = s.title
+            lines.append(f"[{title}]")
+        lines.append(f"{i}. {mark(s.text)}")
+    lines += ["", f"Question: {question}", "Short answer (or unknown):"]
+    return "\n".join(lines)
+
+
+def short_answer(reply: str) -> str | None:
+    """The answer a reply states (its first line, without a label or wrapping), or None when
+    it says it does not know."""
+    text = reply.strip().splitlines()[0].strip() if reply.strip() else ""
+    text = re.sub(r"^(short answer|answer)\s*:\s*", "", text, flags=re.IGNORECASE)
+    previous = None
+    while previous != text:  # "**Perth**." and "'Perth.'" alike
+        previous, text = text, text.strip().strip("\"'*`").rstrip(".").strip()
+    if not text or UNKNOWN.match(text):
+        return None
+    return text
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in content_words(text)}
+
+
+def candidates(question: str, answer: str, shown: list[Sentence]) -> list[Sentence]:
+    """The sentences that state every content word of `answer` and share at least one with the
+    question beyond the answer's own, best first: most question words shared, then reading
+    order. A lead is about its title, so a sentence may take the answer's words from its
+    article's title ("She developed FLOW-MATIC." in *Grace Hopper*); `quotes` then quotes the
+    sentence that names her too."""
+    wanted = _stems(answer)
+    if not wanted:
+        return []
+    asked = _stems(question) - wanted
+    scored = []
+    for s in shown:
+        words = _stems(s.text)
+        if not wanted <= words | _stems(s.title):
+            continue
+        shared = len(asked & words)
+        if shared:
+            scored.append((-shared, s.order, s))
+    return [s for _, _, s in sorted(scored, key=lambda x: (x[0], x[1]))]
+
+
+def quotes(answer: str, best: Sentence, shown: list[Sentence]) -> list[Sentence]:
+    """What to quote for `answer` attributed to `best`: the sentence itself, preceded by the
+    first sentence of its article that states what `best` takes from the title, if any."""
+    missing = _stems(answer) - _stems(best.text)
+    if not missing:
+        return [best]
+    naming = next((s for s in shown if s.title == best.title and missing <= _stems(s.text)), None)
+    return [naming, best] if naming is not None and naming != best else [best]
+
+
+def closest(question: str, shown: list[Sentence], k: int = REPAIR_CHOICES) -> list[Sentence]:
+    """The `k` sentences sharing most with the question (reading order breaks ties)."""
+    asked = _stems(question)
+    ranked = sorted(shown, key=lambda s: (-len(asked & _stems(s.text)), s.order))
+    return [s for s in ranked[:k] if asked & _stems(s.text)]
+
+
+def read(state: RunState, ask: Ask, repair: bool) -> Answer | Refusal:
+    """The reading mode's decision, once the leads are fetched (see the module docstring)."""
+    shown = leads(state)
+    if not shown:
+        return Refusal(
+            reason="No article could be read for this question.", reason_code="no_results"
+        )
+    reply = ask(READING_SYSTEM, prompt(state.question, shown, state.spotlight), ANSWER_TOKENS)
+    answer = short_answer(reply)
+    if answer is None:
+        return Refusal(
+            reason="The retrieved articles do not state an answer.", reason_code="not_supported"
+        )
+    found = candidates(state.question, answer, shown)
+    if not found and repair:
+        answer, found = _repaired(state, ask, shown, answer)
+        if answer is None:
+            return Refusal(
+                reason="The retrieved articles do not state an answer.",
+                reason_code="not_supported",
+            )
+    if not found:
+        state.event("decision", f"no retrieved sentence states {answer!r}", answer=answer)
+        # The reason never repeats the model's words: they may be a planted instruction's.
+        return Refusal(
+            reason="The answer found is stated by no retrieved sentence.",
+            reason_code="ungrounded",
+        )
+    best = found[0]
+    state.event("decision", f"attributed to {best.title!r}, sentence {best.order + 1}")
+    citations = [{"title": s.title, "quote": s.text} for s in quotes(answer, best, shown)]
+    call = ToolCall(
+        id="reading_submit", name=SUBMIT, arguments={"answer": answer, "citations": citations}
+    )
+    outcome = decide(state, call)
+    if isinstance(outcome, ToolResult):  # rejected: reading mode has no further turn
+        return Refusal(reason=f"The attributed answer failed its checks: {outcome.content}",
+                       reason_code="ungrounded")  # fmt: skip
+    return outcome
+
+
+def _repaired(
+    state: RunState, ask: Ask, shown: list[Sentence], first: str
+) -> tuple[str | None, list[Sentence]]:
+    """The one repair call: the question with only the sentences closest to it; its answer
+    and that answer's candidates (by the same rule as the first)."""
+    choices = closest(state.question, shown)
+    if not choices:
+        return first, []
+    state.event("repair", f"no retrieved sentence states {first!r}; asked again", answer=first)
+    reply = ask(READING_SYSTEM, prompt(state.question, choices, state.spotlight), ANSWER_TOKENS)
+    answer = short_answer(reply)
+    if answer is None:
+        return None, []
+    return answer, candidates(state.question, answer, shown)
