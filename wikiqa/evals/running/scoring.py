@@ -18,6 +18,8 @@ from wikiqa.evals.running.records import TrialRecord
 from wikiqa.evals.tasks.task import Task
 from wikiqa.models import ModelUnavailable
 
+__all__ = ["JudgeFor", "Scored", "grade", "score"]
+
 Key = tuple[str, int]
 JudgeFor = Callable[[int], Judge]  # the judge for a trial number (its own cache namespace)
 
@@ -48,6 +50,7 @@ def score(
     def one(key: Key) -> tuple[Key, TrialRecord, int]:
         record, task = trials[key], tasks[key[0]]
         asked = judge(record.trial) if judge is not None else None
+        update: dict[str, object]
         try:
             graded = grade(task, record.result, asked)
             update = {"grades": graded.grades, "decision": graded.decision, "judge_error": None}
