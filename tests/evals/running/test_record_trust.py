@@ -282,7 +282,6 @@ def test_a_run_answered_from_imported_replies_says_so_in_its_row_and_parquet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from wikiqa.evals.climb import changelog
-
     from wikiqa.models import ScriptedModel
 
     def refuser() -> ScriptedModel:
