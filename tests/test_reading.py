@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from wikiqa.agent import Agent, AgentConfig, Answer, Refusal
-from wikiqa.agent.reading import candidates, leads, prompt, short_answer
+from wikiqa.agent.reading import candidates, prompt, short_answer
 from wikiqa.evals import RunConfig, run_eval
 from wikiqa.models import CallOptions, Message, ModelTurn, ScriptedModel, ToolSpec, UserMessage
 from wikiqa.sources import InjectionSource, Plant, SnapshotSource
@@ -123,5 +123,4 @@ def test_a_run_in_reading_mode_records_its_prompt(tmp_path: Path, tiny: Snapshot
     from wikiqa.agent import prompt_hash
 
     assert outcome.meta.prompt_hash == prompt_hash(READING) != prompt_hash(AgentConfig())
-    assert leads  # the module's surface used by the losses analysis
     assert prompt("q?", [], False).startswith("Question: q?")
