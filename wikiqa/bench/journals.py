@@ -15,6 +15,7 @@ from wikiqa.evals.labels.validation import LabelledExample
 from wikiqa.evals.paths import ROOT
 from wikiqa.evals.running.records import RunMeta
 from wikiqa.evals.tasks.task import Task, load_tasks
+from wikiqa.inputs import MiB, read_text
 from wikiqa.models import CitationArg
 from wikiqa.sources import WikiSource
 
@@ -27,7 +28,7 @@ def run_journal(path: Path) -> tuple[Path, RunMeta, dict[str, Task]]:
     meta_path = folder / "meta.json"
     if not meta_path.is_file():
         raise ValueError(f"{folder}: no meta.json (not a run's journal folder)")
-    meta = RunMeta.model_validate_json(meta_path.read_text(encoding="utf-8"))
+    meta = RunMeta.model_validate_json(read_text(meta_path, MiB, "run metadata"))
     suite = Path(meta.suite_path)
     suite = suite if suite.is_absolute() else ROOT / suite
     return folder / "journal.jsonl", meta, {t.id: t for t in load_tasks(suite)}

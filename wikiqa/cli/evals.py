@@ -81,6 +81,7 @@ def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "ex
         results_dir,
         scratch_dir,
     )
+    from wikiqa.inputs import MiB, read_text
 
     try:
         if resume:
@@ -91,7 +92,7 @@ def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "ex
                 raise CliError(f"no run {resume!r} under {config.out / 'journals'}")
             config = config.model_copy(update={"out": out})
             meta_path = journal_dir(out, resume) / "meta.json"
-            saved = RunMeta.model_validate_json(meta_path.read_text()).config
+            saved = RunMeta.model_validate_json(read_text(meta_path, MiB, "run metadata")).config
             config = RunConfig(
                 **saved.model_dump()
                 # how a run executes is not what it measures: the resumed part runs as asked now
@@ -146,18 +147,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     import tempfile
 
-    import pandas as pd
-
     from wikiqa.evals.analysis import gate
+    from wikiqa.inputs import InputError, read_parquet
 
     # The default is resolved here, not in the parser, to keep the evals import off start-up.
     if args.baseline is None:
         args.baseline = gate.BASELINE
     if args.run is not None:
         try:
-            frame = pd.read_parquet(args.run)
-        except (OSError, ValueError) as err:
-            raise CliError(f"{args.run}: cannot read results: {err}") from err
+            frame = read_parquet(args.run)
+        except InputError as err:
+            raise CliError(str(err)) from err
     else:
         with tempfile.TemporaryDirectory(prefix="wikiqa-check-") as tmp:
             if args.out is None:
@@ -167,7 +167,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 trials = gate.read_baseline(args.baseline).trials
             args.trials = trials
             outcome = _evaluate(_run_config(args), None, progress=False)
-            frame = pd.read_parquet(outcome.parquet)
+            frame = read_parquet(outcome.parquet)
     if args.write_baseline:
         baseline = gate.write_baseline(frame, args.baseline)
         print(f"wrote {args.baseline} from run {baseline.run_id}")

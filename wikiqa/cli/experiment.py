@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from wikiqa.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, CliError
+from wikiqa.inputs import InputError
 
 
 def cmd_experiment_run(args: argparse.Namespace) -> int:
@@ -25,10 +26,14 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     if not notebooks:
         raise CliError("name at least one notebook, or pass --current")
     for path in notebooks:
-        if not Path(path).is_file():
+        if not Path(path).exists():
             raise CliError(f"{path}: no such notebook")
         if Path(path).suffix != ".ipynb":
             raise CliError(f"{path}: not a notebook (a step is an .ipynb file)")
+        try:
+            experiment.read_notebook(Path(path))  # bounded, a regular file, JSON: or one line
+        except InputError as err:
+            raise CliError(str(err)) from None
     for path in notebooks:
         _check_names(Path(path), [name for name, _ in args.parameters or []])
     runs = experiment.grid(args.parameters or [])
@@ -122,6 +127,8 @@ def _check_names(notebook: Path, names: list[str]) -> None:
 
     try:
         declared = experiment.declared_parameters(notebook)
+    except InputError as err:
+        raise CliError(str(err)) from None
     except (OSError, ValueError) as err:
         raise CliError(f"{notebook}: {err}") from err
     unknown = [n for n in dict.fromkeys(names) if n not in declared]
@@ -138,7 +145,7 @@ def _check_values(notebook: Path, runs: list[dict[str, Any]]) -> None:
     rule, not a traceback inside the executed notebook."""
     from wikiqa import experiment
 
-    if experiment.STEP_CALL not in notebook.read_text(encoding="utf-8", errors="replace"):
+    if experiment.STEP_CALL not in experiment.read_notebook(notebook)[0]:
         return
     for run in runs:
         try:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from wikiqa.cli.ask import register as register_ask
 from wikiqa.cli.cassette import register as register_cassette
-from wikiqa.cli.common import EXIT_UNAVAILABLE, CliError
+from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_UNAVAILABLE, CliError
 from wikiqa.cli.compare import register as register_compare
 from wikiqa.cli.confidence import register as register_confidence
 from wikiqa.cli.evals import register as register_evals
@@ -23,6 +23,7 @@ from wikiqa.cli.snapshot import register as register_snapshot
 from wikiqa.cli.suite import register as register_suite
 from wikiqa.cli.validate import register as register_validate
 from wikiqa.cli.wiki import register as register_wiki
+from wikiqa.inputs import InputError
 from wikiqa.secrets import scrubbed_output
 from wikiqa.sources import SourceUnavailable
 
@@ -61,11 +62,19 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         code: int = args.func(args)
     except CliError as err:
-        print(f"wikiqa: error: {err}", file=sys.stderr)
+        _error(str(err))
         return err.code
     except SourceUnavailable as err:
-        print(f"wikiqa: error: Wikipedia unavailable: {err}", file=sys.stderr)
+        _error(f"Wikipedia unavailable: {err}")
         return EXIT_UNAVAILABLE
     except BrokenPipeError:  # `wikiqa search ... | head`
         return 0
+    except InputError as err:  # a file handed over that cannot be read as what it should be
+        _error(str(err))
+        return EXIT_NOT_FOUND
     return code
+
+
+def _error(message: str) -> None:
+    """The one line a failed command prints: its message, on one line."""
+    print("wikiqa: error: " + " ".join(message.splitlines()), file=sys.stderr)

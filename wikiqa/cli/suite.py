@@ -105,6 +105,7 @@ def cmd_suite_slice(args: argparse.Namespace) -> int:
     the same tasks for every step of a climb too slow to run on the whole suite."""
     from wikiqa.evals import TaskError, load_tasks, resolve_suite, suite_hash
     from wikiqa.evals.importers import dataset_of, take
+    from wikiqa.evals.tasks.task import read_suite
     from wikiqa.inputs import parse_jsonl
 
     try:
@@ -117,7 +118,7 @@ def cmd_suite_slice(args: argparse.Namespace) -> int:
         for t in take(tasks, args.size, args.seed, stratum=lambda t: (t.category, dataset_of(t)))
     }
     # the chosen tasks' own lines, byte for byte, in the suite's order
-    text = source.read_text(encoding="utf-8")
+    text = read_suite(source).decode("utf-8")  # parsed once already: the same bytes
     numbers = {n for n, record in parse_jsonl(text, source, TaskError) if record["id"] in chosen}
     lines = [line for n, line in enumerate(text.split("\n"), start=1) if n in numbers]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -16,15 +16,20 @@ from wikiqa.evals.analysis.compare import DifferentSuites, compare
 from wikiqa.evals.analysis.stats import count_text, wilson
 from wikiqa.evals.climb.changelog import ChangelogRow, read
 from wikiqa.evals.paths import ROOT
+from wikiqa.inputs import read_parquet
 from wikiqa.sources.cassette_drift import Drift, drift
 from wikiqa.sources.cassette_files import Cassette, CassetteError, cassette_of, read_cassette
+
+# What every reader of a run relies on (one row per graded dimension of a trial); a parquet
+# without them is some other table. Each reader checks the further columns it needs.
+RUN_COLUMNS = ("dimension", "verdict")
 
 
 def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataFrame:
     """A run's long table: by parquet path, by run id, or (None) the latest run. Run ids are
     looked up in the results folder, then in its scratch area (exploratory runs); the latest
     run is the newest recorded one, or the newest exploratory one when none is recorded."""
-    return pd.read_parquet(find_run(run, out))
+    return read_parquet(find_run(run, out), "run", RUN_COLUMNS)
 
 
 def find_run(run: str | Path | None = None, out: Path | None = None) -> Path:

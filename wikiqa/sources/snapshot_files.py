@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
+from wikiqa.inputs import InputError, MiB, TooLarge, first_problem, loads, read_bounded
 from wikiqa.package_data import package_file
 from wikiqa.sources.protocol import article_url, normalize_title
 from wikiqa.sources.records import Article
@@ -33,7 +33,7 @@ RECORDING_FORMAT = "wikiqa-snapshot/1"
 _DISAMBIGUATION_LEAD = re.compile(r"\bmay (?:also )?refer to:", re.IGNORECASE)
 
 
-class SnapshotError(Exception):
+class SnapshotError(InputError):
     """A snapshot file is missing or malformed (the message names the file and line)."""
 
 
@@ -108,7 +108,7 @@ def read_entries(path: Path) -> ParsedSnapshot:
 
 def _read_package_json(path: Path, text: str) -> ParsedSnapshot:
     try:
-        data = json.loads(text)
+        data = loads(text, str(path), SnapshotError)
     except json.JSONDecodeError as err:
         raise SnapshotError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from err
     if not isinstance(data, dict):
@@ -149,7 +149,7 @@ def _read_recording(path: Path, text: str) -> ParsedSnapshot:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line, f"{path}:{lineno}", SnapshotError)
         except json.JSONDecodeError as err:
             raise SnapshotError(f"{path}:{lineno}: invalid JSON: {err.msg}") from err
         if lineno == 1:

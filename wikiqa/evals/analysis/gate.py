@@ -11,10 +11,11 @@ import json
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from wikiqa.evals.analysis.summary import Summary, summarize
 from wikiqa.evals.paths import REPO_RESULTS
+from wikiqa.inputs import InputError, MiB, first_problem, read_text
 
 BASELINE = REPO_RESULTS / "baseline.json"  # committed with the code, wherever runs go
 EXIT_REGRESSION = 2
@@ -60,13 +61,20 @@ def write_baseline(frame: pd.DataFrame, path: Path = BASELINE) -> Baseline:
     return baseline
 
 
+MAX_BASELINE_BYTES = 16 * MiB  # rates per category and dimension: kilobytes
+
+
 def read_baseline(path: Path = BASELINE) -> Baseline:
-    try:
-        return Baseline.model_validate_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    """The baseline at `path`, read bounded; not a baseline is an InputError naming the file."""
+    if not path.exists():
         raise FileNotFoundError(
             f"{path}: no baseline; write one with `wikiqa check --write-baseline`"
-        ) from None
+        )
+    text = read_text(path, MAX_BASELINE_BYTES, "baseline")
+    try:
+        return Baseline.model_validate_json(text)
+    except ValidationError as err:
+        raise InputError(f"{path}: not a baseline: {first_problem(err)}") from None
 
 
 def compare(baseline: Baseline, current: Baseline) -> list[str]:

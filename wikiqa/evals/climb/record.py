@@ -21,6 +21,7 @@ from wikiqa.evals.analysis.compare import compare
 from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, read
 from wikiqa.evals.running import RunConfig, RunOutcome, run_eval
 from wikiqa.evals.tasks import resolve_suite, suite_hash
+from wikiqa.inputs import read_parquet
 
 Policy = Literal["explore", "record"]
 POLICIES: tuple[Policy, ...] = ("explore", "record")
@@ -51,6 +52,8 @@ def evaluate(
     goes to the runner (model, source, progress...)."""
     if config.holdout and not resume:
         check_holdout(config)
+    if policy == "record":
+        read(config.out)  # a change log that cannot be read is refused before any trial runs
     outcome = run_eval(config, resume, **runner)
     return outcome, record(outcome, policy, against)
 
@@ -171,7 +174,7 @@ def delta(
         )
     if not (out / previous.parquet).exists():
         return None, f"{previous.experiment}'s parquet ({previous.parquet}) is gone"
-    tasks = compare(pd.read_parquet(out / previous.parquet), frame).rows.get("tasks")
+    tasks = compare(read_parquet(out / previous.parquet), frame).rows.get("tasks")
     if tasks is None:
         return None, f"no task both this run and {previous.experiment} decided"
     skipped = ""

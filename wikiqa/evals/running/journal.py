@@ -8,7 +8,10 @@ import threading
 from pathlib import Path
 
 from wikiqa.evals.running.records import TrialRecord
+from wikiqa.inputs import InputError, MiB, read_bounded
 from wikiqa.secrets import scrub
+
+MAX_JOURNAL_BYTES = 512 * MiB  # a thousand-task run journals tens of megabytes
 
 
 class Journal:
@@ -29,10 +32,16 @@ class Journal:
                 os.close(fd)
 
     def read(self) -> dict[tuple[str, int], TrialRecord]:
+        """The journaled trials by (task, trial). Read bounded, like any file a colleague hands
+        over: a FIFO, a device or a file over the limit is an InputError naming it."""
         records: dict[tuple[str, int], TrialRecord] = {}
         if not self.path.exists():
             return records
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        try:
+            data = read_bounded(self.path, MAX_JOURNAL_BYTES, "run journal")
+        except OSError as err:
+            raise InputError(f"{self.path}: cannot read run journal: {err.strerror}") from None
+        for line in data.splitlines():
             if not line.strip():
                 continue
             try:

@@ -25,6 +25,7 @@ from wikiqa.evals.running.journal import Journal, journal_dir
 from wikiqa.evals.running.records import RunMeta
 from wikiqa.evals.running.runner import RunOutcome, graded_again, slug
 from wikiqa.evals.tasks.task import bytes_hash, parse_tasks, read_suite
+from wikiqa.inputs import MiB, read_text
 from wikiqa.secrets import scrub
 
 
@@ -37,7 +38,7 @@ def regrade(run_id: str, out: Path, change: str) -> RunOutcome:
     folder = journal_dir(out, run_id)
     if not (folder / "meta.json").is_file():
         raise RegradeError(f"{run_id}: no journal in {folder} (only journaled runs regrade)")
-    meta = RunMeta.model_validate_json((folder / "meta.json").read_text(encoding="utf-8"))
+    meta = RunMeta.model_validate_json(read_text(folder / "meta.json", MiB, "run metadata"))
     if meta.judge is not None:
         raise RegradeError(f"{run_id} was graded with judge {meta.judge}: regrading would call it")
     suite_path = Path(meta.suite_path)  # a committed journal names it from the repository

@@ -22,14 +22,23 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from wikiqa.config import remember_secrets
 from wikiqa.evals.running.cache import CAP_FIELD, ResponseCache
-from wikiqa.inputs import MiB, parse_jsonl, validate
+from wikiqa.inputs import (
+    GZIP_MAGIC,
+    InputError,
+    MiB,
+    inflate,
+    loads,
+    parse_jsonl,
+    read_bounded,
+    validate,
+)
 from wikiqa.models import ModelTurn
 from wikiqa.secrets import scrub
 
-LIMIT = 512 * MiB  # uncompressed: far above today's few megabytes, and bounded
+LIMIT = 128 * MiB  # on disk and inflated: 30x today's few megabytes, and bounded
 
 
-class RepliesError(ValueError):
+class RepliesError(InputError):
     """A replies file is missing, not gzip, or malformed; the message names the file and line."""
 
 
@@ -68,27 +77,27 @@ def _free(value: str) -> bool:
 def read_replies(path: Path) -> list[Entry]:
     """The entries of a replies file, every problem named with the file and line."""
     try:
-        with gzip.open(path, "rb") as gz:
-            data = gz.read(LIMIT + 1)
+        data = read_bounded(path, LIMIT, "replies file")
+        if data[:2] != GZIP_MAGIC:
+            raise RepliesError(f"{path}: not a gzip replies file")
+        data = inflate(data, path, LIMIT, "replies file")
+    except InputError as err:  # over a limit, not a regular file, corrupt gzip
+        raise RepliesError(str(err)) from None
     except FileNotFoundError:
         raise RepliesError(f"{path}: no such replies file") from None
-    except (OSError, EOFError) as err:
-        raise RepliesError(f"{path}: not a gzip replies file ({err})") from None
-    if len(data) > LIMIT:
-        raise RepliesError(f"{path}: more than {LIMIT // MiB} MiB uncompressed")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise RepliesError(f"{path}: not UTF-8 ({err.reason})") from None
+    except OSError as err:
+        raise RepliesError(f"{path}: cannot read replies file: {err.strerror or err}") from None
     entries = []
-    for lineno, obj in parse_jsonl(text, path, RepliesError):
+    for lineno, obj in parse_jsonl(data, path, RepliesError):
         entry = validate(Entry, obj, f"{path}:{lineno}", RepliesError)
         try:  # what the cache serves on a hit: a model turn (and the cap it was made with)
-            turn = json.loads(entry.value)
+            turn = loads(entry.value, f"{path}:{lineno}: value", RepliesError)
             if not isinstance(turn, dict):
                 raise ValueError("not a JSON object")
             turn.pop(CAP_FIELD, None)
             ModelTurn.model_validate(turn)
+        except RepliesError:
+            raise
         except (ValueError, ValidationError) as err:
             first = str(err).splitlines()[0]
             raise RepliesError(

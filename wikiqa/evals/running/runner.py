@@ -52,6 +52,7 @@ from wikiqa.evals.tasks.task import (
     refuse_held_out,
     resolve_suite,
 )
+from wikiqa.inputs import MiB, read_text
 from wikiqa.models import Model, ModelUnavailable
 from wikiqa.registry import open_source
 from wikiqa.secrets import scrub
@@ -225,7 +226,7 @@ class Runner:
         check_replay(self.source, digest)
         if resume:
             meta = RunMeta.model_validate_json(
-                (journal_dir(config.out, resume) / "meta.json").read_text()
+                read_text(journal_dir(config.out, resume) / "meta.json", MiB, "run metadata")
             )
             if meta.suite_hash != digest:
                 raise ValueError(
