@@ -6,6 +6,7 @@ Each group module registers its own subcommands; this module only fixes their or
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -71,6 +72,13 @@ def _main(argv: Sequence[str] | None) -> int:
         return 0
     except InputError as err:  # a file handed over that cannot be read as what it should be
         _error(str(err))
+        return EXIT_NOT_FOUND
+    except OSError as err:  # a full disk, a folder not writable: the system's words, the file
+        where = f"{err.filename}: " if err.filename else ""
+        _error(f"{where}{err.strerror or err}")
+        return EXIT_NOT_FOUND
+    except sqlite3.Error as err:  # the response cache or the snapshot index, on a full disk
+        _error(f"cannot use the cache or index database: {err}")
         return EXIT_NOT_FOUND
     return code
 

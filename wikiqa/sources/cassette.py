@@ -92,8 +92,12 @@ class CassetteRecorder(SourceWrapper):
         self._keys = set(cassette.keys())
         whole = read_lines(self.path)[:-1]
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_bytes(self._pack("".join(line + "\n" for line in whole).encode()))
-        os.replace(tmp, self.path)
+        try:
+            tmp.write_bytes(self._pack("".join(line + "\n" for line in whole).encode()))
+            os.replace(tmp, self.path)
+        except OSError as err:  # a full disk: the old cassette stays, without a temporary beside it
+            tmp.unlink(missing_ok=True)
+            raise OSError(err.errno, err.strerror, str(self.path)) from err
 
     def _pack(self, data: bytes) -> bytes:
         return self._zip.compress(data) + self._zip.flush(zlib.Z_SYNC_FLUSH)
@@ -131,7 +135,10 @@ class CassetteRecorder(SourceWrapper):
         self._pending = []
         if self._fd is None:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(self._fd, self._pack(scrub(text).encode()))
+        try:
+            os.write(self._fd, self._pack(scrub(text).encode()))
+        except OSError as err:  # a full disk: say which file
+            raise OSError(err.errno, err.strerror, str(self.path)) from err
 
     def close(self) -> None:
         """Write what is held and end the gzip member (a later call starts a new one: gzip

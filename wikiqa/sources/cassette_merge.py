@@ -125,7 +125,8 @@ def _common(values: list[str | None]) -> str | None:
 
 def write_merged(lines: list[dict[str, Any]], out: Path) -> Path:
     """Write the merged cassette; an existing file is never overwritten (nothing written is
-    lost). Written beside the final name, then renamed: no reader sees half a file. A name
+    lost). Written beside the final name, then renamed: no reader sees half a file, and a failed
+    write leaves no temporary file. A name
     ending in `.gz` is compressed, any other is plain JSON lines."""
     if out.exists():
         raise CassetteError(f"{out}: already exists; choose another --out (nothing was written)")
@@ -133,6 +134,10 @@ def write_merged(lines: list[dict[str, Any]], out: Path) -> Path:
     tmp = out.with_name(out.name + ".tmp")
     text = "".join(scrub(json.dumps(line, ensure_ascii=False)) + "\n" for line in lines)
     data = text.encode()
-    tmp.write_bytes(gzip.compress(data, mtime=0) if out.name.endswith(".gz") else data)
-    os.replace(tmp, out)
+    try:
+        tmp.write_bytes(gzip.compress(data, mtime=0) if out.name.endswith(".gz") else data)
+        os.replace(tmp, out)
+    except OSError as err:  # a full disk: no half file left behind, and the error names `out`
+        tmp.unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror, str(out)) from err
     return out

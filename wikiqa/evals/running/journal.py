@@ -28,6 +28,8 @@ class Journal:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, line)
+            except OSError as err:  # a full disk: say which file
+                raise OSError(err.errno, err.strerror, str(self.path)) from err
             finally:
                 os.close(fd)
 
