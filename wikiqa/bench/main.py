@@ -31,6 +31,7 @@ from wikiqa.bench.snapping import bench_snapping
 from wikiqa.bench.snapping import report as snapping_report
 from wikiqa.bench.sources import bench_sources
 from wikiqa.secrets import scrubbed_output
+from wikiqa.terminal import echo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,9 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             figures, report = _run(args)
         except (OSError, ValueError) as err:  # a file named on the command line: say which
-            print(f"wikiqa.bench: error: {err}", file=sys.stderr)
+            echo(f"wikiqa.bench: error: {err}", file=sys.stderr)
             return 1
-        print(json.dumps(figures, indent=2) if args.json else report)
+        echo(json.dumps(figures, indent=2) if args.json else report)
     return 0
 
 

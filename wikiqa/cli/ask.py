@@ -20,21 +20,22 @@ from wikiqa.cli.common import (
     wiki_source,
 )
 from wikiqa.config import Settings
+from wikiqa.terminal import echo
 
 
 def _print_result(result: AgentResult) -> None:
     output = result.output
     if isinstance(output, Answer):
-        print(output.text)
+        echo(output.text)
         for i, c in enumerate(output.citations, start=1):
-            print(f'  [{i}] {c.title}: "{c.quote}"')
-            print(f"      {c.url}")
+            echo(f'  [{i}] {c.title}: "{c.quote}"')
+            echo(f"      {c.url}")
     else:
-        print(f"Refused ({output.reason_code}): {output.reason}")
+        echo(f"Refused ({output.reason_code}): {output.reason}")
     usage = result.usage
     cost = "n/a" if usage.estimated_cost_usd is None else f"${usage.estimated_cost_usd:.4f} (est.)"
     review = " · needs human review" if result.needs_human_review else ""
-    print(
+    echo(
         f"confidence {result.confidence:.2f} · {usage.tool_calls} tool calls · "
         f"{usage.model_calls} model calls · {usage.tokens.total} tokens · cost {cost} · "
         f"{result.latency_ms:.0f} ms{review}"
@@ -55,13 +56,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     source = wiki_source(args.source or Settings().source)
 
     def stream(event: TraceEvent) -> None:
-        print(event.line(), file=sys.stderr, flush=True)
+        echo(event.line(), file=sys.stderr, flush=True)
 
     config = agent_config(args)
     agent = Agent(model, source, config, on_event=stream if args.verbose else None)
     result = agent.ask(args.question)
     if args.json:
-        print(result.model_dump_json(indent=2))
+        echo(result.model_dump_json(indent=2))
     else:
         _print_result(result)
     return EXIT_UNAVAILABLE if result.infrastructure_error else 0

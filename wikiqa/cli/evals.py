@@ -28,6 +28,7 @@ from wikiqa.cli.common import (
 )
 from wikiqa.config import Settings
 from wikiqa.sources import SnapshotError
+from wikiqa.terminal import echo
 
 
 def _run_config(args: argparse.Namespace) -> Any:
@@ -64,7 +65,7 @@ def _run_config(args: argparse.Namespace) -> Any:
 
 
 def _tell(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    echo(message, file=sys.stderr, flush=True)
 
 
 def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "explore") -> Any:
@@ -122,20 +123,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except InfrastructureFailure as err:  # nothing to record; the run is reported below
         outcome = err.outcome
     if args.json:
-        print(outcome.model_dump_json(indent=2))
+        echo(outcome.model_dump_json(indent=2))
     else:
-        print(render(outcome.summary))
-        print()
-        print(
+        echo(render(outcome.summary))
+        echo()
+        echo(
             f"run {outcome.meta.run_id}: {outcome.trials_run} trials run now, "
             f"{outcome.model_calls} model calls made, {outcome.cached_calls} served from cache, "
             f"{outcome.judge_calls} judge calls"
         )
-        print(f"parquet: {outcome.parquet}")
+        echo(f"parquet: {outcome.parquet}")
     if outcome.summary.errors:
         asked = args.record or outcome.meta.config.holdout
         recorded = " (nothing recorded)" if outcome.all_failed and asked else ""
-        print(
+        echo(
             f"wikiqa: {outcome.summary.errors} trials ended in infrastructure errors{recorded}; "
             f"the first: {outcome.first_error}; rerun with --resume {outcome.meta.run_id}",
             file=sys.stderr,
@@ -170,7 +171,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             frame = read_parquet(outcome.parquet)
     if args.write_baseline:
         baseline = gate.write_baseline(frame, args.baseline)
-        print(f"wrote {args.baseline} from run {baseline.run_id}")
+        echo(f"wrote {args.baseline} from run {baseline.run_id}")
         return 0
     try:
         baseline = gate.read_baseline(args.baseline)
@@ -178,12 +179,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from err
     drops = gate.compare(baseline, gate.baseline_from(frame))
     if drops:
-        print(f"gate: FAILED against {args.baseline} (run {baseline.run_id})")
+        echo(f"gate: FAILED against {args.baseline} (run {baseline.run_id})")
         for line in drops:
-            print(f"  {line}")
+            echo(f"  {line}")
         return gate.EXIT_REGRESSION
     cells = sum(len(row) for row in baseline.cells.values())
-    print(f"gate: ok, none of {cells} category x dimension rates dropped below {args.baseline}")
+    echo(f"gate: ok, none of {cells} category x dimension rates dropped below {args.baseline}")
     return 0
 
 
@@ -230,14 +231,14 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         outcome = regrade(args.run, out, args.change)
     except (RegradeError, OSError) as err:
         raise CliError(str(err)) from err
-    print(render(outcome.summary))
-    print()
-    print(f"run {outcome.meta.run_id}: {args.run}'s answers, regraded (0 model calls)")
-    print(f"parquet: {outcome.parquet}")
+    echo(render(outcome.summary))
+    echo()
+    echo(f"run {outcome.meta.run_id}: {args.run}'s answers, regraded (0 model calls)")
+    echo(f"parquet: {outcome.parquet}")
     if args.record:
         row = record(outcome, "record", against=args.run)
         if row is not None:
-            print(f"change log: kind grader, paired Δ {delta_text(row)}")
+            echo(f"change log: kind grader, paired Δ {delta_text(row)}")
     return 0
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from wikiqa.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, CliError
 from wikiqa.inputs import InputError
+from wikiqa.terminal import echo
 
 
 def cmd_experiment_run(args: argparse.Namespace) -> int:
@@ -51,7 +52,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     for notebook in notebooks:
         extra = experiment.missing_extra(Path(notebook))
         if extra is not None:  # `experiments/0*.ipynb` on a fresh clone: say so, go on
-            print(
+            echo(
                 f"== {Path(notebook).name}: skipped, it needs the `{extra}` extra "
                 f"(`make test-local` installs it)",
                 flush=True,
@@ -72,7 +73,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
             started = time.time()
             shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD"}}
             label = " ".join(f"{k}={v!r}" for k, v in shown.items()) or "default parameters"
-            print(f"== {Path(notebook).name} ({label})", flush=True)
+            echo(f"== {Path(notebook).name} ({label})", flush=True)
             try:
                 executed = experiment.execute(Path(notebook), parameters, out)
             except experiment.StepFailed as err:  # papermill's error, with where the copy is
@@ -86,25 +87,25 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                 p for p in sorted((out / "runs").glob("*.parquet")) if p.stat().st_mtime >= started
             ]
             for parquet in parquets:
-                print(experiment.summary_of(experiment.load_run(parquet)))
-                print(f"parquet:            {_shown(parquet)}")
-            print(f"executed notebook:  {_shown(executed)}")
+                echo(experiment.summary_of(experiment.load_run(parquet)))
+                echo(f"parquet:            {_shown(parquet)}")
+            echo(f"executed notebook:  {_shown(executed)}")
             if rows:
-                print(f"change log:         {_shown(out / 'CHANGELOG.md')}")
+                echo(f"change log:         {_shown(out / 'CHANGELOG.md')}")
             elif "RECORD" not in takes:
-                print("change log:         (this notebook reads runs; it records none)")
+                echo("change log:         (this notebook reads runs; it records none)")
             elif not parameters.get("RECORD"):
-                print("change log:         not recorded: RECORD is false (exploratory)")
+                echo("change log:         not recorded: RECORD is false (exploratory)")
             else:
-                print(
+                echo(
                     "change log:         not recorded: a row with the same inputs (clean commit, "
                     "suite, parameters) is already there; a rerun adds nothing"
                 )
         if len(points) > 1 and grid_rows:
-            print(f"== the grid of {Path(notebook).name}, one row per point (95% intervals)")
-            print(_grid_table(grid_rows))
+            echo(f"== the grid of {Path(notebook).name}, one row per point (95% intervals)")
+            echo(_grid_table(grid_rows))
     if not args.record and args.out is None and not given:
-        print(f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)")
+        echo(f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)")
     return 0
 
 

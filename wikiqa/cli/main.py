@@ -27,6 +27,7 @@ from wikiqa.cli.wiki import register as register_wiki
 from wikiqa.inputs import InputError
 from wikiqa.secrets import scrubbed_output
 from wikiqa.sources import SourceUnavailable
+from wikiqa.terminal import echo
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,5 +85,6 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _error(message: str) -> None:
-    """The one line a failed command prints: its message, on one line."""
-    print("wikiqa: error: " + " ".join(message.splitlines()), file=sys.stderr)
+    """The one line a failed command prints: its message on one line, escaped for the terminal
+    (it may quote a file's name or contents)."""
+    echo("wikiqa: error: " + " ".join(message.splitlines()), file=sys.stderr)

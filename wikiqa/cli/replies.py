@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from wikiqa.cli.common import CliError
+from wikiqa.terminal import echo
 
 NAME = "replies.jsonl.gz"  # in the results folder (WIKIQA_RESULTS, default results/)
 
@@ -26,7 +27,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         count = export_replies(cache, _file(args.file))
     finally:
         cache.close()
-    print(f"{_file(args.file)}: {count} replies from {cache_path()}")
+    echo(f"{_file(args.file)}: {count} replies from {cache_path()}")
     return 0
 
 
@@ -41,7 +42,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from err
     finally:
         cache.close()
-    print(f"{cache_path()}: {added} replies added from {_file(args.file)}, {kept} already there")
+    echo(f"{cache_path()}: {added} replies added from {_file(args.file)}, {kept} already there")
     return 0
 
 
