@@ -78,6 +78,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from wikiqa.registry import open_model
 
     settings = Settings()
+    if args.rate_limit is not None:
+        settings = settings.model_copy(update={"rate_limit": args.rate_limit})
     try:
         token = check_token(reveal(settings.api_token))  # an empty token is fatal, not "no auth"
         model = open_model(args.model or settings.model)
@@ -87,13 +89,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = create_app(model, source, settings, agent_config(args))
     # Timeouts: first byte 5 s and request headers 10 s, then the per-client and total caps on
     # connections that have not yet made an authorised request (api/connections.py); idle
-    # keep-alive 5 s; body 10 s and 64 requests in flight (Shield). uvicorn's own
-    # limit_concurrency is off: it counted idle sockets, so a flood of them starved token holders.
+    # keep-alive 5 s; then (Shield) the per-client rate limit, and for token holders only the
+    # body 10 s and 64 requests in flight: a request without the token is answered from its
+    # headers. uvicorn's own limit_concurrency is off: it counted idle sockets, so a flood of
+    # them starved token holders.
     uvicorn.run(
         app, host=args.host, port=args.port, log_level=args.log_level, http=guarded_protocol(token),
         timeout_keep_alive=5, limit_concurrency=None, h11_max_incomplete_event_size=16 * 1024,
     )  # fmt: skip
     return 0
+
+
+def rate(text: str) -> float:
+    """A rate limit: a number of requests a second, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected requests a second, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number 0 or more, got {text!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -114,5 +129,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
+    serve.add_argument(
+        "--rate-limit", type=rate, metavar="N",
+        help="requests a second one client (its bearer token, or its address) may make, in "
+        "bursts of 2N; over it: 429 with Retry-After; 0: no limit (env WIKIQA_RATE_LIMIT, "
+        "default 10)",
+    )  # fmt: skip
     add_agent_flags(serve)
     serve.set_defaults(func=cmd_serve)
