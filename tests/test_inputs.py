@@ -145,3 +145,23 @@ def test_a_journal_that_is_a_fifo_or_a_device_is_refused_by_name(tmp_path: Path)
     with pytest.raises(InputError, match=rf"^{zero}: run journal is a character device"):
         Journal(zero).read()
     assert Journal(tmp_path / "none" / "journal.jsonl").read() == {}
+
+
+def test_a_file_over_the_limit_is_refused_from_its_size_without_reading_it(tmp_path: Path) -> None:
+    sparse = tmp_path / "huge.jsonl"
+    with sparse.open("wb") as fh:  # 10 GiB on paper, nothing on disk
+        fh.truncate(10 * 1024 * MiB)
+    tracemalloc.start()
+    try:
+        with pytest.raises(TooLarge, match=r"huge.jsonl: task file is larger than 64 MiB"):
+            inputs.read_bounded(sparse, 64 * MiB, "task file")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < MiB
+    exact = tmp_path / "exact"
+    exact.write_bytes(b"x" * 1000)
+    assert inputs.read_bounded(exact, 1000) == b"x" * 1000
+    with pytest.raises(TooLarge):
+        inputs.read_bounded(exact, 999)
+

@@ -80,9 +80,15 @@ def open_regular(path: Path | str, what: str = "file") -> int:
 
 
 def read_bounded(path: Path | str, limit: int, what: str = "file") -> bytes:
-    """The bytes of `path`, or TooLarge if there are more than `limit`, NotRegular if it is not
-    a regular file (OSError passes through)."""
+    """The bytes of `path`, or TooLarge if there are more than `limit` (from the file's size, when
+    it has one, before reading a byte), NotRegular if it is not a regular file (OSError passes
+    through)."""
     with os.fdopen(open_regular(path, what), "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:  # known too large: read nothing
+            raise TooLarge(
+                f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all"
+            )
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise TooLarge(f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all")

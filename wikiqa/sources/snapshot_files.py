@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from wikiqa.inputs import InputError, MiB, TooLarge, first_problem, loads, read_bounded
+from wikiqa.inputs import (
+    InputError,
+    MiB,
+    NotRegular,
+    TooLarge,
+    first_problem,
+    loads,
+    open_regular,
+    read_bounded,
+)
 from wikiqa.package_data import package_file
 from wikiqa.sources.protocol import article_url, normalize_title
 from wikiqa.sources.records import Article
@@ -59,9 +69,23 @@ def default_snapshot_path() -> Path:
         raise SnapshotError(f"{err}; run `make install`") from err
 
 
+MAX_SNAPSHOT_BYTES = 1024 * MiB  # a recording is JSON lines held in memory; bound the read
+
+
 def file_sha256(path: Path) -> str:
+    """The sha256 of a snapshot file, read as any file handed over is: a regular file within
+    `MAX_SNAPSHOT_BYTES` (checked from its size before hashing a byte), or a SnapshotError."""
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
+    try:
+        fd = open_regular(path, "snapshot")
+    except NotRegular as err:
+        raise SnapshotError(str(err)) from None
+    except OSError as err:
+        raise SnapshotError(f"{path}: cannot read snapshot: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size > MAX_SNAPSHOT_BYTES:
+            limit = MAX_SNAPSHOT_BYTES // MiB
+            raise SnapshotError(f"{path}: snapshot is larger than {limit} MiB; refusing it")
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -73,9 +97,6 @@ class ParsedSnapshot:
     skipped: int  # entries without text
     header: dict[str, Any]
     redirects: dict[str, str]  # folded requested title -> article title
-
-
-MAX_SNAPSHOT_BYTES = 1024 * MiB  # a recording is JSON lines held in memory; bound the read
 
 
 def _read_text(path: Path) -> str:
