@@ -141,8 +141,8 @@ def test_a_journal_that_is_a_fifo_or_a_device_is_refused_by_name(tmp_path: Path)
         Journal(fifo).read()
     zero = tmp_path / "zero" / "journal.jsonl"
     zero.parent.mkdir()
-    zero.symlink_to("/dev/zero")
-    with pytest.raises(InputError, match=rf"^{zero}: run journal is a character device"):
+    zero.symlink_to("/dev/zero")  # the run appends to its journal: a link is refused as such
+    with pytest.raises(InputError, match=rf"^{zero}: run journal is a symbolic link"):
         Journal(zero).read()
     assert Journal(tmp_path / "none" / "journal.jsonl").read() == {}
 
@@ -165,3 +165,21 @@ def test_a_file_over_the_limit_is_refused_from_its_size_without_reading_it(tmp_p
     with pytest.raises(TooLarge):
         inputs.read_bounded(exact, 999)
 
+
+def test_appends_never_go_through_a_symbolic_link(tmp_path: Path) -> None:
+    target = tmp_path / "bashrc"
+    target.write_text("export PATH\n")
+    link = tmp_path / "journal.jsonl"
+    link.symlink_to(target)
+    with pytest.raises(OSError, match="a symbolic link; refusing to write through it") as err:
+        inputs.open_append(link)
+    assert err.value.filename == str(link)
+    dangling = tmp_path / "changelog.jsonl"
+    dangling.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(OSError, match="symbolic link"):
+        inputs.open_append(dangling)
+    assert target.read_text() == "export PATH\n" and not (tmp_path / "nowhere").exists()
+    fd = inputs.open_append(tmp_path / "new.jsonl")
+    os.write(fd, b"{}\n")
+    os.close(fd)
+    assert (tmp_path / "new.jsonl").read_text() == "{}\n"

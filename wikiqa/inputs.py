@@ -17,6 +17,7 @@ Every refusal is an `InputError` (or the caller's subclass) whose message names 
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -93,6 +94,21 @@ def read_bounded(path: Path | str, limit: int, what: str = "file") -> bytes:
     if len(data) > limit:
         raise TooLarge(f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all")
     return data
+
+
+def open_append(path: Path | str) -> int:
+    """A descriptor appending to `path` (created if missing), never through a symbolic link: a
+    results folder handed over may hold `journal.jsonl -> ~/.bashrc`, and appending to it would
+    write there. A link is an OSError saying so, naming the file."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       0o644)  # fmt: skip
+    except OSError as err:
+        if err.errno != errno.ELOOP:
+            raise
+        raise OSError(
+            err.errno, "a symbolic link; refusing to write through it", str(path)
+        ) from None
 
 
 def read_text_bounded(path: Path | str, limit: int, what: str = "file") -> str:

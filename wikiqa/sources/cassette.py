@@ -23,6 +23,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from wikiqa.inputs import open_append
 from wikiqa.secrets import scrub
 from wikiqa.sources.cassette_files import (
     Cassette,
@@ -134,7 +135,7 @@ class CassetteRecorder(SourceWrapper):
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self._pending)
         self._pending = []
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd = open_append(self.path)  # never through a planted symbolic link
         try:
             os.write(self._fd, self._pack(scrub(text).encode()))
         except OSError as err:  # a full disk: say which file

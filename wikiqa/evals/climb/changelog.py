@@ -8,6 +8,7 @@ instrument, so scores are not directly comparable across them.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel
 
 from wikiqa.evals.analysis.reduce import COLUMNS
 from wikiqa.evals.analysis.stats import count_text
-from wikiqa.inputs import MiB, read_jsonl
+from wikiqa.inputs import InputError, MiB, open_append, read_jsonl
 from wikiqa.secrets import scrub
 
 HEADER = """# Change log
@@ -75,9 +76,11 @@ MAX_CHANGELOG_BYTES = 64 * MiB
 
 
 def read(out: Path) -> list[ChangelogRow]:
-    """Every row of `out/changelog.jsonl`, in order (none when the file is absent); a bad line
-    is an error naming the file and line."""
+    """Every row of `out/changelog.jsonl`, in order (none when the file is absent); a bad line,
+    or a change log that is a symbolic link, is an error naming the file (and line)."""
     path = out / "changelog.jsonl"
+    if path.is_symlink():  # appended to by every recorded run: never through a link
+        raise InputError(f"{path}: change log is a symbolic link; refusing it")
     if not path.exists():
         return []
     return read_jsonl(path, ChangelogRow, "change log", MAX_CHANGELOG_BYTES)
@@ -87,8 +90,11 @@ def append(out: Path, row: ChangelogRow) -> None:
     """Append one row to the JSON lines and regenerate the markdown beside them."""
     out.mkdir(parents=True, exist_ok=True)
     line = scrub(row.model_dump_json()) + "\n"
-    with (out / "changelog.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(line)
+    fd = open_append(out / "changelog.jsonl")  # never through a planted symbolic link
+    try:
+        os.write(fd, line.encode("utf-8"))
+    finally:
+        os.close(fd)
     render_markdown(out)
 
 
@@ -116,5 +122,11 @@ def render_markdown(out: Path) -> Path:
         fields = [r.date, r.experiment, r.change or "-", r.kind, r.suite, r.model, str(r.trials)]
         lines.append("| " + " | ".join([*fields, *cells, tasks_text, delta_text(r)]) + " |")
     path = out / "CHANGELOG.md"
-    path.write_text(scrub(HEADER + "\n".join(lines) + "\n"), encoding="utf-8")
+    tmp = path.with_name(path.name + ".tmp")  # replaced, not written through: it may be a link
+    try:
+        tmp.write_text(scrub(HEADER + "\n".join(lines) + "\n"), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     return path

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from wikiqa.evals.running.records import TrialRecord
-from wikiqa.inputs import InputError, MiB, read_bounded
+from wikiqa.inputs import InputError, MiB, open_append, read_bounded
 from wikiqa.secrets import scrub
 
 MAX_JOURNAL_BYTES = 512 * MiB  # a thousand-task run journals tens of megabytes
@@ -25,7 +25,7 @@ class Journal:
     def append(self, record: TrialRecord) -> None:
         line = (scrub(record.model_dump_json()) + "\n").encode()  # no key in error text
         with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = open_append(self.path)  # never through a planted symbolic link
             try:
                 os.write(fd, line)
             except OSError as err:  # a full disk: say which file
@@ -35,8 +35,11 @@ class Journal:
 
     def read(self) -> dict[tuple[str, int], TrialRecord]:
         """The journaled trials by (task, trial). Read bounded, like any file a colleague hands
-        over: a FIFO, a device or a file over the limit is an InputError naming it."""
+        over: a FIFO, a device, a symbolic link or a file over the limit is an InputError naming
+        it."""
         records: dict[tuple[str, int], TrialRecord] = {}
+        if self.path.is_symlink():  # appended to by the run: never through a link
+            raise InputError(f"{self.path}: run journal is a symbolic link; refusing it")
         if not self.path.exists():
             return records
         try:
