@@ -33,13 +33,15 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from wikiqa.evals.running.cache import ResponseCache, cache_path
-    from wikiqa.evals.running.replies import RepliesError, import_replies
+    from wikiqa.evals.running.replies import RepliesError, add_replies, read_replies
 
-    cache = ResponseCache(cache_path())
-    try:
-        added, kept = import_replies(cache, _file(args.file))
+    try:  # the whole file checked before the cache is even opened: a bad file changes nothing
+        entries = read_replies(_file(args.file))
     except RepliesError as err:
         raise CliError(str(err)) from err
+    cache = ResponseCache(cache_path())
+    try:
+        added, kept = add_replies(cache, entries)
     finally:
         cache.close()
     echo(f"{cache_path()}: {added} replies added from {_file(args.file)}, {kept} already there")

@@ -110,7 +110,11 @@ def read_replies(path: Path) -> list[Entry]:
 def import_replies(cache: ResponseCache, path: Path) -> tuple[int, int]:
     """Add the entries of `path` the cache lacks: (added, already there). The whole file is
     read and checked before anything is written."""
-    entries = read_replies(path)
+    return add_replies(cache, read_replies(path))
+
+
+def add_replies(cache: ResponseCache, entries: list[Entry]) -> tuple[int, int]:
+    """Add the `entries` (of `read_replies`) the cache lacks: (added, already there)."""
     added = 0
     for entry in entries:
         if cache.get(entry.key) is None:
