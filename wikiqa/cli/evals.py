@@ -82,7 +82,7 @@ def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "ex
         results_dir,
         scratch_dir,
     )
-    from wikiqa.inputs import MiB, read_text
+    from wikiqa.inputs import MiB, first_problem, read_text
 
     try:
         if resume:
@@ -93,7 +93,11 @@ def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "ex
                 raise CliError(f"no run {resume!r} under {config.out / 'journals'}")
             config = config.model_copy(update={"out": out})
             meta_path = journal_dir(out, resume) / "meta.json"
-            saved = RunMeta.model_validate_json(read_text(meta_path, MiB, "run metadata")).config
+            try:
+                meta = RunMeta.model_validate_json(read_text(meta_path, MiB, "run metadata"))
+            except ValidationError as err:
+                raise CliError(f"{meta_path}: not a run's metadata: {first_problem(err)}") from None
+            saved = meta.config
             config = RunConfig(
                 **saved.model_dump()
                 # how a run executes is not what it measures: the resumed part runs as asked now

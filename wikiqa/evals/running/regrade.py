@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from wikiqa.evals.analysis.summary import summarize
 from wikiqa.evals.paths import ROOT, git_sha
 from wikiqa.evals.running.frame import to_frame, write_parquet
@@ -25,7 +27,7 @@ from wikiqa.evals.running.journal import Journal, journal_dir
 from wikiqa.evals.running.records import RunMeta
 from wikiqa.evals.running.runner import RunOutcome, graded_again, slug
 from wikiqa.evals.tasks.task import bytes_hash, parse_tasks, read_suite
-from wikiqa.inputs import MiB, read_text
+from wikiqa.inputs import MiB, first_problem, read_text
 from wikiqa.secrets import scrub
 
 
@@ -36,9 +38,13 @@ class RegradeError(ValueError):
 def regrade(run_id: str, out: Path, change: str) -> RunOutcome:
     """A new run: `run_id`'s journaled results graded by the graders of this checkout."""
     folder = journal_dir(out, run_id)
-    if not (folder / "meta.json").is_file():
+    if not (folder / "meta.json").exists():  # a FIFO or a device is refused as such below
         raise RegradeError(f"{run_id}: no journal in {folder} (only journaled runs regrade)")
-    meta = RunMeta.model_validate_json(read_text(folder / "meta.json", MiB, "run metadata"))
+    try:
+        meta = RunMeta.model_validate_json(read_text(folder / "meta.json", MiB, "run metadata"))
+    except ValidationError as err:
+        problem = first_problem(err)
+        raise RegradeError(f"{folder / 'meta.json'}: not a run's metadata: {problem}") from None
     if meta.judge is not None:
         raise RegradeError(f"{run_id} was graded with judge {meta.judge}: regrading would call it")
     suite_path = Path(meta.suite_path)  # a committed journal names it from the repository
