@@ -3,7 +3,6 @@ the answer/refuse confusion matrix, failures with the grader's evidence."""
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from wikiqa.evals.analysis.compare import DifferentSuites, compare
 from wikiqa.evals.analysis.stats import count_text, wilson
 from wikiqa.evals.climb.changelog import ChangelogRow, read
 from wikiqa.evals.paths import ROOT
-from wikiqa.inputs import read_parquet
+from wikiqa.inputs import loads, read_parquet
 from wikiqa.sources.cassette_drift import Drift, drift
 from wikiqa.sources.cassette_files import Cassette, CassetteError, cassette_of, read_cassette
 
@@ -240,8 +239,8 @@ def failures(frame: pd.DataFrame) -> pd.DataFrame:
                     "answer": first["answer"]
                     if first["outcome"] == "answer"
                     else first["refusal_reason"],
-                    "citations": [c["title"] for c in json.loads(first["citations"])],
-                    "detail": json.loads(first["detail"]),
+                    "citations": [c["title"] for c in loads(first["citations"], "citations")],
+                    "detail": loads(first["detail"], "detail"),
                 }
             )
     return pd.DataFrame.from_records(rows)

@@ -150,9 +150,11 @@ class CassetteRecorder(SourceWrapper):
             self._flush_held()
             tail = self._zip.flush()
             self._zip = _compressor()
-            with self.path.open("ab") as fh:
-                fh.write(tail)
-            if self._fd is not None:
+            if self._fd is None:
+                self._fd = open_append(self.path)  # never through a planted symbolic link
+            try:
+                os.write(self._fd, tail)
+            finally:
                 os.close(self._fd)
                 self._fd = None
 
