@@ -210,10 +210,9 @@ class Shield:
 
 
 def _declares_body(headers: dict[bytes, bytes]) -> bool:
-    return b"transfer-encoding" in headers or headers.get(b"content-length", b"0") not in (
-        b"0",
-        b"",
-    )
+    """Whether the request says a body follows (chunked, or a length other than zero)."""
+    length = headers.get(b"content-length", b"0")
+    return b"transfer-encoding" in headers or length.strip(b"0") != b""
 
 
 def _no_body(receive: Receive) -> Receive:
