@@ -1,13 +1,14 @@
 """The `load` benchmark: throughput, latency and memory of `wikiqa serve` under concurrent clients,
-quiet and then under attack, measured in one run against one server.
+quiet and under two attacks, measured in one run against one server.
 
-The server runs as users run it (`wikiqa serve`, a token set). First `clients` token holders ask
-for `seconds` with nothing else going on (the quiet run); then the same again while two attacks
-run: `idle` unauthenticated sockets that never send a byte, and `attackers` connections from each
-of 127.0.0.2 and 127.0.0.3 that send `GET /healthz` declaring a 1000-byte body they never send.
-Both re-open a connection (after a short pause, so the attackers do not eat the CPU the server
-needs: they run on the same machine) whenever the server drops one. The token holders' requests
-must keep getting 200, and their p99 must stay within twice the quiet run's.
+The server runs as users run it (`wikiqa serve`, a token set). `clients` token holders ask for
+`seconds` three times: with nothing else going on (the quiet run); while `idle` unauthenticated
+sockets sit open and never send a byte (the idle flood); and while `attackers` connections from
+each of 127.0.0.2 and 127.0.0.3 send `GET /healthz` declaring a 1000-byte body they never send
+(the healthz attack). Attackers re-open a connection (after a short pause, so they do not eat
+the CPU the server needs: they run on the same machine) whenever the server drops one. The token
+holders' requests must keep getting 200 throughout, and under the healthz attack their p99 must
+stay within twice the quiet run's.
 
 The per-client rate limit is off here (`--rate-limit 0`): the token holders share one token and
 one address, so the limit would throttle all of them as one client, and the attackers go
@@ -32,8 +33,8 @@ HEALTHZ_WITH_BODY = b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r
 def bench_load(
     clients: int = 32, seconds: float = 30.0, idle: int = 300, attackers: int = 64
 ) -> dict[str, float]:
-    """Drive `wikiqa serve` (offline) on loopback with `clients` concurrent token holders, quiet
-    and then while `idle` anonymous sockets sit open and `attackers` connections per attacking
+    """Drive `wikiqa serve` (offline) on loopback with `clients` concurrent token holders: quiet,
+    while `idle` anonymous sockets sit open, and while `attackers` connections per attacking
     address hold `/healthz` bodies open."""
     import os
     import secrets
@@ -71,10 +72,13 @@ def bench_load(
         rss_after_hostile_kb = _status_kb(server.pid, "VmHWM")
         quiet = _drive(f"{base}/api/ask", auth, questions, clients, seconds)
         flood.start()
-        attack.start()
         flood.wait_open(timeout=10)
-        attack.wait_open(timeout=10)
         under = _drive(f"{base}/api/ask", auth, questions, clients, seconds)
+        flood.stop()
+        attack.start()
+        attack.wait_open(timeout=10)
+        attacked = _drive(f"{base}/api/ask", auth, questions, clients, seconds)
+        attack.stop()
         peak_kb = _status_kb(server.pid, "VmHWM")
     finally:
         flood.stop()
@@ -95,11 +99,17 @@ def bench_load(
         "requests_per_s": under.per_second,
         "p50_ms": under.p50,
         "p99_ms": under.p99,
-        "p99_vs_quiet": under.p99 / quiet.p99 if quiet.p99 else float("inf"),
         "idle_sockets_held": idle,
         "idle_sockets_open_min": flood.open_min,
         "idle_connects": flood.connects,
         "idle_dropped_by_server": flood.dropped,
+        "attack_requests": attacked.requests,
+        "attack_errors": attacked.errors,
+        "attack_errors_503": attacked.unavailable,
+        "attack_requests_per_s": attacked.per_second,
+        "attack_p50_ms": attacked.p50,
+        "attack_p99_ms": attacked.p99,
+        "attack_p99_vs_quiet": attacked.p99 / quiet.p99 if quiet.p99 else float("inf"),
         "healthz_attackers": attackers * len(ATTACKERS),
         "healthz_attack_connects": attack.connects,
         "healthz_attack_answered": attack.answered,
@@ -239,7 +249,7 @@ class _Flood:
                         heard[i] = False
                         self.connects += 1
                 alive = sum(s is not None for s in socks)
-                if alive == self.count:
+                if alive == self.count or self.connects >= self.count:  # all open, or all tried
                     self._opened.set()
                 if self._opened.is_set():
                     self.open_min = min(self.open_min, alive)

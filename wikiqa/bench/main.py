@@ -171,11 +171,11 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     elif args.suite == "load":
         figures = bench_load(args.clients, args.seconds, args.idle, args.attackers)
         report = (
-            "load (wikiqa serve with a token, offline, loopback): token holders quiet, then "
-            "under attack (idle sockets, and /healthz bodies held open from 127.0.0.2 and "
-            "127.0.0.3); quiet_* is the quiet run, the rest the run under attack\n"
+            "load (wikiqa serve with a token, offline, loopback): token holders quiet (quiet_*), "
+            "under an idle-socket flood (no prefix), and under the healthz attack (attack_*: "
+            "/healthz bodies held open from 127.0.0.2 and 127.0.0.3)\n"
         )
-        report += "\n".join(line(k, v, "{:.2f}" if k == "p99_vs_quiet" else "{:.1f}")
+        report += "\n".join(line(k, v, "{:.2f}" if k.endswith("_vs_quiet") else "{:.1f}")
                              for k, v in figures.items())  # fmt: skip
     elif args.suite == "local":
         if args.abstain_below:  # said, not ignored
