@@ -102,6 +102,15 @@ class Settings(BaseSettings):
     model_max_tokens: int = Field(
         default=1024, ge=16, le=32768, description="Output-token cap per model call."
     )
+    rate_limit: float = Field(
+        default=10.0,
+        ge=0,
+        description=(
+            "Requests a second one client may make to `wikiqa serve` (a client is its bearer "
+            "token, or its address without one), in bursts of twice that; past it the answer is "
+            "429 with Retry-After. 0 turns the limit off."
+        ),
+    )
     api_token: SecretStr | None = Field(
         default=None,
         description=(

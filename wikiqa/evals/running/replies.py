@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from wikiqa.config import remember_secrets
 from wikiqa.evals.running.cache import CAP_FIELD, IMPORTED_FIELD, ResponseCache
-from wikiqa.inputs import MiB, parse_jsonl, validate
+from wikiqa.inputs import MiB, loads, parse_jsonl, validate
 from wikiqa.models import ModelTurn
 from wikiqa.secrets import scrub
 
@@ -146,7 +146,7 @@ def _read(path: Path) -> tuple[list[Entry], str]:
     for lineno, obj in parse_jsonl(text, path, RepliesError):
         entry = validate(Entry, obj, f"{path}:{lineno}", RepliesError)
         try:  # what the cache serves on a hit: a model turn (and the cap it was made with)
-            turn = json.loads(entry.value)
+            turn = loads(entry.value, f"{path}:{lineno}: value", RepliesError)
             if not isinstance(turn, dict):
                 raise ValueError("not a JSON object")
             turn.pop(CAP_FIELD, None)
