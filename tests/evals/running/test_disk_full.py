@@ -38,9 +38,10 @@ def test_a_parquet_that_cannot_be_written_leaves_no_temporary_and_says_which(
     assert "Traceback" not in err
     assert list((tmp_path / "runs").glob("*.parquet*")) == []  # neither the run nor its temporary
     monkeypatch.setattr(pd.DataFrame, "to_parquet", real)
-    (journal,) = (tmp_path / "journals").iterdir()  # the trials are kept: resume writes it
-    assert main(["eval", "--resume", journal.name, "--out", str(tmp_path)]) == 0
-    assert [p.name for p in (tmp_path / "runs").glob("*.parquet")] == [f"{journal.name}.parquet"]
+    (log,) = (tmp_path / "runs").glob("*.log.jsonl")  # the trials are kept: resume writes it
+    run_id = log.name.removesuffix(".log.jsonl")
+    assert main(["eval", "--resume", run_id, "--out", str(tmp_path)]) == 0
+    assert [p.name for p in (tmp_path / "runs").glob("*.parquet")] == [f"{run_id}.parquet"]
 
 
 @pytest.mark.parametrize(("limit", "where"), [(4_000, "out"), (60_000, "index")])

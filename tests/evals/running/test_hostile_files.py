@@ -276,19 +276,18 @@ def test_a_cassette_linked_to_a_device_says_so(
     assert "no such cassette" not in err
 
 
-def test_a_resumed_run_whose_journal_is_a_fifo_or_a_device_is_refused(
+def test_a_resumed_run_whose_log_is_a_fifo_or_a_device_is_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     code, _ = run(capsys, "eval", "--trials", "1", "--limit", "1", "--out", str(tmp_path))
     assert code == 0
-    (folder,) = (tmp_path / "journals").iterdir()
-    journal = folder / "journal.jsonl"
-    journal.unlink()
-    os.mkfifo(journal)
-    argv = ["eval", "--resume", folder.name, "--out", str(tmp_path)]
+    (log,) = (tmp_path / "runs").glob("*.log.jsonl")
+    log.unlink()
+    os.mkfifo(log)
+    argv = ["eval", "--resume", log.name.removesuffix(".log.jsonl"), "--out", str(tmp_path)]
     code, err = run(capsys, *argv)
-    assert code == 1 and f"{journal}: run journal is a FIFO" in _one_line(err)
-    journal.unlink()
-    journal.symlink_to("/dev/zero")  # a journal is appended to: a link is refused as such
+    assert code == 1 and f"{log}: " in _one_line(err) and "FIFO" in err
+    log.unlink()
+    log.symlink_to("/dev/zero")  # a log is appended to: a link is refused as such
     code, err = run(capsys, *argv)
-    assert code == 1 and f"{journal}: run journal is a symbolic link" in _one_line(err)
+    assert code == 1 and f"{log}: a symlink" in _one_line(err)
