@@ -80,18 +80,19 @@ def _rewrite(
     return f"{text} (`{repo_path}`)"
 
 
-def _rewrite_line(
-    line: str, here: str, uri: str, pages: dict[str, str], repo_url: str | None
+def _rewrite_text(
+    text: str, here: str, uri: str, pages: dict[str, str], repo_url: str | None
 ) -> str:
-    """One line's links rewritten; a link inside inline code is text, and left as it is."""
-    code = [m.span() for m in INLINE_CODE.finditer(line)]
+    """Markdown outside code blocks, its links rewritten; a link inside inline code is text,
+    and left as it is. A link's text may run over a line break."""
+    code = [m.span() for m in INLINE_CODE.finditer(text)]
 
     def one(m: re.Match[str]) -> str:
         if any(start < m.start() < end for start, end in code):
             return m.group(0)
         return _rewrite(m, here, uri, pages, repo_url)
 
-    return LINK.sub(one, line)
+    return LINK.sub(one, text)
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
@@ -99,11 +100,19 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     here = _repo_path(page.file, docs_dir)
     pages = _site_pages(files, docs_dir)
     repo_url = config.get("repo_url")
-    out, fenced = [], False
+    out, prose, fenced = [], [], False
     for line in markdown.split("\n"):
         if FENCE.match(line.lstrip()):
+            if not fenced:
+                out.append(
+                    _rewrite_text("\n".join(prose), here, page.file.src_uri, pages, repo_url)
+                )
+                prose = []
             fenced = not fenced
-        if not fenced:
-            line = _rewrite_line(line, here, page.file.src_uri, pages, repo_url)
-        out.append(line)
+            out.append(line)
+        elif fenced:
+            out.append(line)
+        else:
+            prose.append(line)
+    out.append(_rewrite_text("\n".join(prose), here, page.file.src_uri, pages, repo_url))
     return "\n".join(out)
