@@ -123,6 +123,9 @@ def _command(lines: list[str], path: str, help_line: str, parser: argparse.Argum
         lines += [f"**{title}**", "", "| argument | meaning |", "|---|---|"]
         for action in actions:
             text = formatter._expand_help(action) if action.help else ""
+            default = action.default
+            if default not in (None, False, True, [], argparse.SUPPRESS) and "default" not in text:
+                text += f" (default: {default})" if text else f"default: {default}"
             lines.append(f"| {_flags(action)} | {_cell(text)} |")
         lines.append("")
     if subs:

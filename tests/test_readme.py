@@ -29,9 +29,9 @@ MADE = re.compile(r"^(results/scratch|site|\.venv)(/|$)|my_change")
 def readme_commands() -> list[str]:
     commands = []
     for block in re.findall(r"```sh\n(.*?)```", README, re.S):
-        for line in block.splitlines():
+        for line in re.sub(r"\\\n\s*", "", block).splitlines():  # continuation lines joined
             command = line.split("  #")[0].strip()
-            if command.startswith(("wikiqa ", "cp ")) and not command.endswith("\\"):
+            if command.startswith(("wikiqa ", "cp ")):
                 commands.append(command)
     return commands
 
