@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint typecheck test test-local test-ray qwen qwen-replies qwen-0.5b bench-qwen check eval bench lock lock-local lock-ray clean
+.PHONY: install lint typecheck docs test test-local test-ray qwen qwen-replies qwen-0.5b bench-qwen check eval bench lock lock-local lock-ray clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -28,9 +28,16 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# The docs site into site/ (git-ignored): docs/, the README as its home page and the write-ups in
+# results/reports/. docs/hooks.py first generates the CLI, lever and settings references from the
+# code; mkdocs.yml's `strict: true` makes a broken link or anchor fail the build.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build
+
 # Unit tests; every notebook executed offline by nbval (writing to a scratch results folder,
 # never into results/); then the regression gate: the offline dev run against the baseline.
-test: lint typecheck
+# The docs are built first (a prerequisite), so a broken link fails `make test` too.
+test: lint typecheck docs
 	$(BIN)/pytest
 	WIKIQA_RESULTS=$$(mktemp -d) $(BIN)/pytest --nbval-lax -q experiments notebooks \
 		--ignore=experiments/03_local_llm.ipynb --ignore-glob="experiments/*_qwen_*.ipynb"

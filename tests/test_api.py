@@ -380,3 +380,202 @@ def test_the_gate_evicts_the_oldest_idle_untrusted_connection() -> None:
     assert gate.admit("b1", "B") == [] and gate.admit("c1", "C") == []
     assert gate.admit("d1", "D") == ["a4"]  # over the total cap: the oldest of all
     assert gate.evicted == 3
+
+
+# -- requests without the token hold no slot; a per-client rate limit --------------------------
+
+HEALTHZ_WITH_BODY = b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"
+
+
+def _status(reply: bytes) -> int:
+    return int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/1.1 ") else 0
+
+
+@pytest.fixture
+def guarded(tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """`wikiqa serve`'s stack, in a thread: a token, 2 slots, a 30 s body timeout and no rate
+    limit (each test sets what it measures)."""
+    from wikiqa.api.connections import guarded_protocol
+
+    monkeypatch.setenv("WIKIQA_API_TOKEN", TOKEN)
+    app = create_app(ExtractiveModel(), tiny, Settings(rate_limit=0), max_in_flight=2,
+                     body_timeout=30)  # fmt: skip
+    with _running(app, http=guarded_protocol(TOKEN), timeout_keep_alive=5) as port:
+        yield port
+
+
+def test_healthz_is_answered_from_its_headers_without_waiting_for_a_declared_body(
+    guarded: int,
+) -> None:
+    """A body declared and never sent used to hold one of the slots for the whole body timeout;
+    now the answer comes at once (the socket's 5 s timeout is far below the server's 30 s body
+    timeout) and the connection is closed, the body never read."""
+    for _ in range(6):  # three times the slots
+        with socket.create_connection(("127.0.0.1", guarded), timeout=5) as conn:
+            conn.sendall(HEALTHZ_WITH_BODY)
+            reply = b""
+            while chunk := conn.recv(65536):  # until the server closes: it does not wait
+                reply += chunk
+        head, _, body = reply.partition(b"\r\n\r\n")
+        assert _status(reply) == 200 and json.loads(body) == {"status": "ok"}
+        assert b"connection: close" in head.lower()
+    # a token holder's healthz with a body declared: the full answer, the body not waited for
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    reply, _ = _talk(guarded, HEALTHZ_WITH_BODY.replace(b"Host: x\r\n", b"Host: x\r\n" + auth))
+    assert _status(reply) == 200 and b'"model":"extractive"' in reply
+
+
+def test_requests_without_the_token_never_hold_a_slot(guarded: int) -> None:
+    """With 2 slots, 8 anonymous requests that declare bodies and never send them (healthz,
+    and asks) are each answered at once; a token holder then still gets 200s."""
+    held = []
+    try:
+        for n in range(8):
+            conn = socket.create_connection(("127.0.0.1", guarded), timeout=5)
+            held.append(conn)
+            path = b"/healthz" if n % 2 else b"/api/ask"
+            conn.sendall(HEALTHZ_WITH_BODY.replace(b"GET /healthz", b"POST " + path))
+            assert _status(conn.recv(65536)) == (200 if n % 2 else 401)
+        assert [_ask(guarded, TOKEN) for _ in range(3)] == [200, 200, 200]
+    finally:
+        for conn in held:
+            conn.close()
+
+
+def test_slots_held_by_token_holders_are_theirs_and_503_only_for_them(guarded: int) -> None:
+    """Two token holders sending slow bodies fill both slots: a third holder gets 503 with
+    Retry-After, while liveness without the token is still answered (it needs no slot)."""
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    slow = b"POST /api/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + auth
+    slow += b"Content-Length: 40\r\n\r\n"
+    holders = [socket.create_connection(("127.0.0.1", guarded), timeout=5) for _ in range(2)]
+    try:
+        for conn in holders:
+            conn.sendall(slow + b'{"question"')
+        time.sleep(0.3)  # both requests reach the app's body wait
+        reply, _ = _talk(guarded, slow)
+        assert _status(reply) == 503 and b"retry-after: 1" in reply.lower()
+        reply, _ = _talk(guarded, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert _status(reply) == 200 and reply.endswith(b'{"status": "ok"}')
+    finally:
+        for conn in holders:
+            conn.close()
+
+
+def test_the_rate_limiter_is_a_token_bucket_per_client() -> None:
+    from wikiqa.api.shield import RateLimiter
+
+    now = [0.0]
+    limiter = RateLimiter(2.0, clock=lambda: now[0], max_clients=2)  # 2 a second, bursts of 4
+    assert [limiter.wait("a") for _ in range(5)] == [0, 0, 0, 0, 0.5]
+    assert limiter.wait("b") == 0  # another client has its own bucket
+    now[0] = 0.5  # one request's worth refilled
+    assert limiter.wait("a") == 0 and limiter.wait("a") == 0.5
+    now[0] = 10.0
+    assert [limiter.wait("a") for _ in range(5)] == [0, 0, 0, 0, 0.5]  # never above the burst
+    limiter.wait("c")  # a third client: the least recently seen ("b") is forgotten
+    assert set(limiter.buckets) == {"a", "c"}
+    off = RateLimiter(0.0)
+    assert all(off.wait("a") == 0 for _ in range(1000)) and not off.buckets
+
+
+def test_one_client_past_the_rate_limit_gets_429_with_retry_after(
+    tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 concurrent asks from one client were all answered; at 1 request a second (bursts of
+    2) only the burst, and what the bucket refilled meanwhile, are."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("WIKIQA_API_TOKEN", TOKEN)
+    monkeypatch.setenv("WIKIQA_RATE_LIMIT", "1")
+    with _running(create_app(ExtractiveModel(), tiny, Settings())) as port:
+        url = f"http://127.0.0.1:{port}/api/ask"
+        body = b'{"question": "Who developed FLOW-MATIC?"}'
+        headers = {"content-type": "application/json", "authorization": f"Bearer {TOKEN}"}
+
+        def ask(_: int) -> tuple[int, str | None]:
+            request = urllib.request.Request(url, data=body, headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return int(response.status), None
+            except urllib.error.HTTPError as err:
+                return err.code, err.headers.get("retry-after")
+
+        start = time.monotonic()
+        with ThreadPoolExecutor(max_workers=40) as pool:
+            results = list(pool.map(ask, range(40)))
+        elapsed = time.monotonic() - start
+        answered = sum(code == 200 for code, _ in results)
+        limited = [after for code, after in results if code == 429]
+        assert answered + len(limited) == 40
+        assert 2 <= answered <= 2 + int(elapsed) + 1  # the burst, then 1 a second
+        assert limited and all(after is not None and int(after) >= 1 for after in limited)
+        # liveness without the token counts against the address, not against the token's bucket
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+            assert json.load(response) == {"status": "ok"}
+
+
+def test_the_rate_limit_is_a_setting_and_a_serve_flag(
+    tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wikiqa.api.shield import Shield
+    from wikiqa.cli import main
+
+    def shield_rate(app: Any) -> float:
+        (middleware,) = [m for m in app.user_middleware if m.cls is Shield]
+        return float(middleware.kwargs["rate"])
+
+    assert Settings().rate_limit == 10.0
+    assert shield_rate(create_app(ExtractiveModel(), tiny, Settings())) == 10.0
+    monkeypatch.setenv("WIKIQA_RATE_LIMIT", "2.5")
+    assert shield_rate(create_app(ExtractiveModel(), tiny, Settings())) == 2.5
+    served: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(app))
+    assert main(["serve", "--source", "snapshot"]) == 0
+    assert main(["serve", "--rate-limit", "0"]) == 0
+    assert [shield_rate(app) for app in served] == [2.5, 0.0]
+    for bad in ("-1", "fast", "nan"):
+        with pytest.raises(SystemExit):
+            main(["serve", "--rate-limit", bad])
+
+
+def test_two_addresses_holding_healthz_bodies_do_not_lock_out_token_holders() -> None:
+    """The reported attack on `wikiqa serve` as users run it: 32 connections from each of
+    127.0.0.2 and 127.0.0.3 send `GET /healthz` declaring 1000 bytes of body and never send it,
+    reconnecting whenever closed. Token holders got 503s for as long as it lasted."""
+    token = "wq-healthz-attack-token-7c2d"
+    server, port = _serve({"WIKIQA_API_TOKEN": token})
+    stop = threading.Event()
+    answered = [0]
+
+    def attacker(address: str) -> None:
+        while not stop.is_set():
+            try:
+                with socket.create_connection(
+                    ("127.0.0.1", port), timeout=5, source_address=(address, 0)
+                ) as conn:
+                    conn.sendall(HEALTHZ_WITH_BODY)
+                    while conn.recv(65536):  # until the server closes it
+                        answered[0] += 1
+            except OSError:
+                pass
+            time.sleep(0.05)
+
+    threads = [
+        threading.Thread(target=attacker, args=(address,), daemon=True)
+        for address in ("127.0.0.2", "127.0.0.3")
+        for _ in range(32)
+    ]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(1.0)  # the attack under way
+        codes = [_ask(port, token) for _ in range(10)]
+        assert codes == [200] * 10
+        assert answered[0] > 0  # the attackers were answered, not left waiting
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+        server.terminate()
+        server.wait(timeout=10)

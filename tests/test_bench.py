@@ -36,9 +36,13 @@ def test_load_bench_drives_a_real_server_without_errors() -> None:
     # Figures (req/s, p99) are printed by `python -m wikiqa.bench load`; here only correctness.
     from wikiqa.bench import bench_load
 
-    figures = bench_load(clients=4, seconds=2.0)
-    assert figures["errors"] == 0
-    assert figures["requests"] > 0 and figures["server_peak_rss_mb"] > 0
+    figures = bench_load(clients=4, seconds=2.0, idle=20, attackers=8)
+    assert figures["quiet_errors"] == figures["errors"] == figures["attack_errors"] == 0
+    assert min(figures["quiet_requests"], figures["requests"], figures["attack_requests"]) > 0
+    assert figures["server_peak_rss_mb"] > 0
+    assert figures["healthz_attackers"] == 16 and figures["healthz_attack_answered"] > 0
+    ratio = figures["attack_p99_ms"] / figures["quiet_p99_ms"]
+    assert figures["attack_p99_vs_quiet"] == ratio
 
 
 def test_the_command_line_lists_every_benchmark() -> None:

@@ -102,7 +102,9 @@ def test_cli_arguments_never_crash(capsys: pytest.CaptureFixture[str], argv: lis
 
 @pytest.fixture(scope="module")
 def api(session_home: Path) -> TestClient:
-    return TestClient(create_app(ExtractiveModel(), SnapshotSource(home=session_home), Settings()))
+    # the property is about bodies, not about how fast one client may send them: no rate limit
+    unlimited = Settings(rate_limit=0)
+    return TestClient(create_app(ExtractiveModel(), SnapshotSource(home=session_home), unlimited))
 
 
 bodies = st.one_of(

@@ -1,5 +1,5 @@
-"""The package layout stays what the README's map says: no import cycles, small modules, and a
-public surface (`__all__`) on every package that resolves.
+"""The package layout stays what its map says (docs/layout.md): no import cycles, small modules,
+and a public surface (`__all__`) on every package that resolves.
 
 `lint-imports` (run by `make lint`) checks the stage layering from pyproject's contracts; this
 file checks what those contracts do not: cycles between any two modules, a package's `__init__`

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.reports import figures_table
 from wikiqa.evals import RunConfig, log_path, run_eval
 from wikiqa.experiment import losses_by_stage, losses_text
 from wikiqa.models import ScriptedModel
@@ -160,20 +161,6 @@ def test_an_unknown_run_id_and_a_path_are_errors(tmp_path: Path) -> None:
         losses_by_stage("../../etc", out=tmp_path)
 
 
-def _figures_table(page: Path, heading: str) -> list[dict[str, str]]:
-    """The markdown table under `heading` in `page`, as one {column: cell} per row."""
-    lines = page.read_text(encoding="utf-8").splitlines()
-    start = lines.index(heading)
-    table = []
-    for line in lines[start + 1 :]:
-        if line.startswith("|"):
-            table.append([cell.strip() for cell in line.strip("|").split("|")])
-        elif table:
-            break
-    header, rows = table[0], table[2:]  # table[1] is the |---| line
-    return [dict(zip(header, row, strict=True)) for row in rows]
-
-
 def _columns(figures: dict[str, Any]) -> dict[str, int]:
     """The report's column names, each with its figure."""
     lost = figures["lost"]
@@ -192,7 +179,7 @@ def _columns(figures: dict[str, Any]) -> dict[str, int]:
 def test_the_reports_figures_are_what_the_committed_logs_give(
     snapshot: SnapshotSource,
 ) -> None:
-    rows = _figures_table(REPORT, "### Losses by stage")
+    rows = figures_table(REPORT, "### Losses by stage")
     assert len(rows) == 10
     for row in rows:
         run_id = row["run"].strip("`")

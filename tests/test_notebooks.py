@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.reports import cell, figures_table
 from wikiqa.evals import resolve_suite
 from wikiqa.evals.climb import changelog
 from wikiqa.evals.labels.halves import half_of
@@ -170,40 +171,49 @@ def validated(
     return report(compare(examples, snapshot, None, suites))
 
 
+def _reported_validation(column: str) -> tuple[dict[str, dict[str, int]], int, int]:
+    """A column of the offline graders' figures table (results/reports/offline-graders.md), as
+    `report` gives it: per dimension labelled, agree and needs_judge (each cell reads
+    "agree/decided = rate [CI], undecided"); and the correctness false passes, of how many."""
+    rows = figures_table("offline-graders.md", "## Figures")
+    shape = re.compile(r"(\d+)/(\d+) = [\d.]+(?: \[[^\]]*\])?, (\d+)")
+    dimensions = {}
+    for name in ("faithfulness", "correctness", "completeness", "attribution", "calibration"):
+        found = shape.fullmatch(cell(rows, "dimension", name, column))
+        assert found, (name, column)
+        agree, decided, undecided = map(int, found.groups())
+        dimensions[name] = {
+            "labelled": decided + undecided, "agree": agree, "needs_judge": undecided,
+        }  # fmt: skip
+    passes = re.match(r"(\d+)/(\d+) ", cell(rows, "dimension", "correctness false", column))
+    assert passes, column
+    return dimensions, int(passes[1]), int(passes[2])
+
+
 def test_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
-    """The figures in the README and the grader-validation notebook (`wikiqa validate`): a
-    grader change that moves them must update both."""
+    """The figures of the offline graders' write-up and the grader-validation notebook (`wikiqa
+    validate`), read from the write-up's figures table: a grader change that moves them must
+    update both."""
     summary = validated(TUNED, snapshot)
+    column = "developed on (269 answers): agree where decided [95% CI], undecided"
+    dimensions, false_passes, of = _reported_validation(column)
     assert summary["examples"] == 269
-    assert summary["dimensions"] == {
-        "faithfulness": {"labelled": 269, "agree": 223, "needs_judge": 38},
-        "correctness": {"labelled": 235, "agree": 138, "needs_judge": 94},
-        "completeness": {"labelled": 218, "agree": 151, "needs_judge": 60},
-        "attribution": {"labelled": 189, "agree": 184, "needs_judge": 0},
-        "calibration": {"labelled": 205, "agree": 205, "needs_judge": 0},
-    }
-    assert summary["correctness_false_passes"] == 2
+    assert summary["dimensions"] == dimensions
+    assert summary["correctness_false_passes"] == false_passes == 2
+    assert of == dimensions["correctness"]["labelled"] == 235
 
 
 def test_held_out_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
-    """Real extractive answers on public tasks, labelled blind after the graders were frozen."""
-    first, second = (validated([name], snapshot) for name in HELD_OUT)
-    assert first["dimensions"] == {
-        "faithfulness": {"labelled": 52, "agree": 52, "needs_judge": 0},
-        "correctness": {"labelled": 44, "agree": 25, "needs_judge": 18},
-        "completeness": {"labelled": 44, "agree": 25, "needs_judge": 18},
-        "attribution": {"labelled": 44, "agree": 44, "needs_judge": 0},
-        "calibration": {"labelled": 52, "agree": 52, "needs_judge": 0},
-    }
-    assert first["correctness_false_passes"] == 1  # the hedge rule (written on Qwen's) caught one
-    assert second["dimensions"] == {
-        "faithfulness": {"labelled": 50, "agree": 50, "needs_judge": 0},
-        "correctness": {"labelled": 42, "agree": 21, "needs_judge": 20},
-        "completeness": {"labelled": 42, "agree": 21, "needs_judge": 20},
-        "attribution": {"labelled": 42, "agree": 42, "needs_judge": 0},
-        "calibration": {"labelled": 50, "agree": 50, "needs_judge": 0},
-    }
-    assert second["correctness_false_passes"] == 1
+    """Real extractive answers on public tasks, labelled blind after the graders were frozen:
+    the write-up's two held-out columns. The hedge rule (written on Qwen's labels) caught one
+    false pass of the first."""
+    columns = ["held out, first freeze (52)", "held out, final freeze (50)"]
+    for name, column in zip(HELD_OUT, columns, strict=True):
+        found = validated([name], snapshot)
+        dimensions, false_passes, of = _reported_validation(column)
+        assert found["dimensions"] == dimensions, name
+        assert found["correctness_false_passes"] == false_passes == 1, name
+        assert of == dimensions["correctness"]["labelled"], name
 
 
 def test_qwen_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
@@ -222,7 +232,7 @@ def test_qwen_grader_validation_is_the_reported_figure(snapshot: SnapshotSource)
 
 def test_qwen_held_out_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
     """Qwen's public-slice proposals, labelled blind by two labellers who never read the graders,
-    after the last grader change: never tuned on (README and experiments/README.md)."""
+    after the last grader change: never tuned on (experiments/README.md)."""
     held = validated(QWEN_HELD_OUT, snapshot)
     assert held["examples"] == 100
     assert held["dimensions"] == {
@@ -239,7 +249,7 @@ def test_qwen_cited_grader_validation_is_the_reported_figure(snapshot: SnapshotS
     """Step 16's proposals (sentences cited by number), labelled blind by two labellers who never
     read the graders, attribution relabelled by a third from a corrected brief; in their own
     folder, so the human rates `wikiqa outcomes --labels experiments/labels/*.jsonl` resolves
-    with stay the ones the README reports (README, step 16; experiments/README.md)."""
+    with stay the ones reported (results/reports/qwen-climb.md, step 16; experiments/README.md)."""
     folder = ROOT / "experiments" / "labels_cited"
     cited = validated(["qwen16_cited"], snapshot, folder)
     assert cited["examples"] == 90
@@ -355,15 +365,22 @@ def test_every_label_file_is_valid_and_every_example_has_a_reason() -> None:
 
 
 def test_model_figures_of_the_recorded_local_run_are_the_reported_ones() -> None:
+    """SmolLM2's step 03, read from the extractive climb's figures table."""
+    table = figures_table("extractive-climb.md", "### SmolLM2-135M, step 03")
+
+    def reported(figure: str) -> str:
+        return cell(table, "", figure, "SmolLM2-135M (03)")
+
     rows = [r for r in changelog.read(ROOT / "results") if r.experiment == "03_local_llm"]
     by_kind = {r.kind: load_run(ROOT / "results" / r.parquet) for r in rows}
     assert set(by_kind) == {"model", "grader"}, "the 03 run and its regraded rerun are committed"
     figures = model_figures(by_kind["model"])  # timed on a cold cache
     assert figures["trials"] == 41
-    assert round(figures["seconds_per_task"], 1) == 26.7
-    assert round(figures["answered"] * 41) == 4
-    assert round(figures["repair_needed"] * 41) == 36
-    assert round(figures["ungrounded_refusals"] * 41) == 34
+    assert f"{figures['seconds_per_task']:.1f}" == reported("seconds per task") == "26.7"
+    assert f"{round(figures['answered'] * 41)}/35" == reported("answerable trials answered")
+    assert f"{round(figures['repair_needed'] * 41)}/41 trials" == reported("repair turn needed")
+    ungrounded = f"{round(figures['ungrounded_refusals'] * 41)}/41"
+    assert ungrounded == reported("loop refusals `ungrounded`") == "34/41"
     assert figures["no_decision_or_budget"] == 0.0
     # the grader rerun is the same agent (greedy decoding, replies served from the cache)
     again = model_figures(by_kind["grader"])
@@ -372,12 +389,18 @@ def test_model_figures_of_the_recorded_local_run_are_the_reported_ones() -> None
 
 
 def test_brief_barely_shortens_what_qwen_writes_as_reported() -> None:
-    # README, step 11: output tokens per model call, 09 dev against 11 dev (brief=1)
+    """Output tokens per model call, 09 dev against 11 dev (`brief=1`), read from the Qwen
+    climb's figures table."""
+    table = [
+        row for row in figures_table("qwen-climb.md", "### Headline figures")
+        if row["figure"] == "output tokens per model call"
+    ]  # fmt: skip
+    reported = tuple(int(cell(table, "run", run, "value")) for run in ("09 dev", "11 dev"))
     runs = ROOT / "results" / "runs"
     base = model_figures(load_run(runs / "20261201T103646Z-09-qwen-baseline-c84497.parquet"))
     brief = model_figures(load_run(runs / "20261201T165859Z-11-qwen-brief-ee5a36.parquet"))
     pair = (round(base["output_tokens_per_call"]), round(brief["output_tokens_per_call"]))
-    assert pair == (109, 103)
+    assert pair == reported == (109, 103)
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)

@@ -1,5 +1,7 @@
 """Every README command that needs no network runs, on a fresh copy of the repository, as a new
-user would type it: the README cannot drift from what the tools do."""
+user would type it, in the README's order (the loop's `cp` first): the README cannot drift from
+what the tools do. Its links and the repository paths it names must exist, and it stays a front
+door (at most 250 lines): reference goes to docs/, findings to results/reports/."""
 
 from __future__ import annotations
 
@@ -13,20 +15,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# Needs a network, a key, a server, data outside the repository, or stands for a value to fill in.
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+# Needs a network, a key, a server, a local model, data outside the repository, runs only once
+# per suite (the holdout), or stands for a value to fill in.
 SKIP = re.compile(
-    r"live|anthropic:|openai:|local-model|\bserve\b|RUN_ID|RUN_A|\[|path/to/|\.\./shared|"
-    r"NQ\.jsonl|titles\.txt"
+    r"live|anthropic:|openai:|--model local|local-model|\bserve\b|--holdout|RUN_ID|RUN_A|\[|"
+    r"path/to/|\.\./shared|NQ\.jsonl|titles\.txt"
 )
+# Paths the README names that a run or a build creates, or that a reader creates (the loop's copy)
+MADE = re.compile(r"^(results/scratch|site|\.venv)(/|$)|my_change")
 
 
 def readme_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
     commands = []
-    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
-        for line in block.splitlines():
+    for block in re.findall(r"```sh\n(.*?)```", README, re.S):
+        for line in re.sub(r"\\\n\s*", "", block).splitlines():  # continuation lines joined
             command = line.split("  #")[0].strip()
-            if command.startswith("wikiqa ") and not command.endswith("\\"):
+            if command.startswith(("wikiqa ", "cp ")):
                 commands.append(command)
     return commands
 
@@ -35,8 +40,51 @@ COMMANDS = readme_commands()
 RUNNABLE = [c for c in COMMANDS if not SKIP.search(c)]
 
 
+def tracked() -> set[str]:
+    files = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    folders = {str(p) for name in files for p in Path(name).parents if str(p) != "."}
+    return set(files) | folders
+
+
+def test_the_readme_is_a_front_door() -> None:
+    assert len(README.splitlines()) <= 250, "move reference to docs/, findings to results/reports/"
+
+
 def test_the_readme_documents_commands_and_most_run_offline() -> None:
-    assert len(COMMANDS) >= 20 and len(RUNNABLE) >= 12
+    assert len(COMMANDS) >= 10 and len(RUNNABLE) >= 6
+    assert any(c.startswith("cp ") for c in RUNNABLE)  # the loop starts from a copied step
+
+
+def test_every_readme_link_resolves_to_a_tracked_file_or_an_anchor() -> None:
+    files = tracked()
+    anchors = {
+        re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+        for title in re.findall(r"^#+ (.+)$", README, re.M)
+    }
+    for target in re.findall(r"\]\(([^)\s]+)\)", README):
+        if re.match(r"^[a-z]+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        if not path:
+            assert anchor in anchors, target
+        else:
+            assert path.rstrip("/") in files, target
+
+
+def test_every_repository_path_the_readme_names_exists() -> None:
+    files = tracked()
+    named = {
+        p
+        for p in re.findall(r"`([\w.-]+/[^`\s]*)`", README)
+        if p.split("/")[0] in {"docs", "results", "experiments", "notebooks", "wikiqa", "tests"}
+        and not re.search(r"[*<>{}]|NN_|RUN_ID", p)
+        and not MADE.search(p)
+    }
+    assert named, "the README names no repository path"
+    missing = sorted(p for p in named if p.rstrip("/") not in files)
+    assert not missing, missing
 
 
 @pytest.fixture(scope="module")

@@ -85,7 +85,7 @@ def test_no_committed_notebook_or_result_shows_a_machine_path() -> None:
     leaks = {}
     for name in listed.split():
         # an in-progress run's journal is committed only so that another machine can resume it
-        # (README, "The Qwen climb"): machine state, not a result
+        # (results/reports/qwen-climb.md): machine state, not a result
         if name.startswith("results/journals/"):
             continue
         if name.endswith((".ipynb", ".md", ".json", ".jsonl")):

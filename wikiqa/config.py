@@ -65,12 +65,14 @@ class Settings(BaseSettings):
 
     home: Path = Field(
         default=Path("~/.cache/wikiqa"),
-        description="Cache directory for snapshot indexes.",
+        description="Cache directory: snapshot indexes, the model response cache, assembled models.",
     )
     results: Path | None = Field(
         default=None, description="Where runs, the change log and executed notebooks go."
     )
-    live_host: str = "en.wikipedia.org"
+    live_host: str = Field(
+        default="en.wikipedia.org", description="MediaWiki host for `--source live`."
+    )
     allow_any_host: bool = Field(
         default=False,
         description=(
@@ -90,17 +92,29 @@ class Settings(BaseSettings):
     source: str = Field(default="snapshot", description="Default source spec.")
     anthropic_api_key: SecretStr | None = Field(
         default=None,
+        description="Key for `anthropic:<model>` specs.",
         validation_alias=AliasChoices("WIKIQA_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
     )
     openai_api_key: SecretStr | None = Field(
-        default=None, validation_alias=AliasChoices("WIKIQA_OPENAI_API_KEY", "OPENAI_API_KEY")
+        default=None,
+        description="Key for `openai:<model>` specs (local servers need none).",
+        validation_alias=AliasChoices("WIKIQA_OPENAI_API_KEY", "OPENAI_API_KEY"),
     )
     openai_base_url: str | None = Field(
-        default=None, description="Base URL for openai:<model> specs without @<base_url>."
+        default=None, description="Base URL for `openai:<model>` specs without `@<base_url>`."
     )
     model_timeout: float = Field(default=60.0, gt=0, description="Seconds per model API call.")
     model_max_tokens: int = Field(
         default=1024, ge=16, le=32768, description="Output-token cap per model call."
+    )
+    rate_limit: float = Field(
+        default=10.0,
+        ge=0,
+        description=(
+            "Requests a second one client may make to `wikiqa serve` (a client is its bearer "
+            "token, or its address without one), in bursts of twice that; past it the answer is "
+            "429 with Retry-After. 0 turns the limit off."
+        ),
     )
     api_token: SecretStr | None = Field(
         default=None,

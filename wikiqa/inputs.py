@@ -6,29 +6,45 @@ forever. Every file the CLI and the benches are pointed at is read through `read
 opens without blocking, refuses anything but a regular file (the process's own standard input
 excepted, so `--suite /dev/stdin` still reads a pipe), stops one byte past the limit and says
 which file and which limit.
+
+What is read is bounded too: a gzip file is inflated only up to a cap (`inflate`: a megabyte can
+inflate to gigabytes), JSON is refused past `MAX_DEPTH` levels of nesting (`loads`: `[` a hundred
+thousand times is a RecursionError in `json.loads`, and deep data breaks every recursive consumer
+after it), and a parquet is read only when it is one, of bounded size and row count
+(`read_parquet`: pyarrow's own errors name neither the file nor the problem in plain words).
+Every refusal is an `InputError` (or the caller's subclass) whose message names the file.
 """
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import stat
+import zlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
 MiB = 1024 * 1024
-
-
-class TooLarge(ValueError):
-    """A file is larger than the limit its reader allows."""
+MAX_DEPTH = 64  # levels of JSON nesting: every file here nests a handful; 64 is far above any
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class InputError(ValueError):
     """A user's file cannot be read or parsed; the message names the file (and the line)."""
+
+
+class TooLarge(InputError):
+    """A file is larger than the limit its reader allows."""
 
 
 class NotRegular(TooLarge):
@@ -65,13 +81,34 @@ def open_regular(path: Path | str, what: str = "file") -> int:
 
 
 def read_bounded(path: Path | str, limit: int, what: str = "file") -> bytes:
-    """The bytes of `path`, or TooLarge if there are more than `limit`, NotRegular if it is not
-    a regular file (OSError passes through)."""
+    """The bytes of `path`, or TooLarge if there are more than `limit` (from the file's size, when
+    it has one, before reading a byte), NotRegular if it is not a regular file (OSError passes
+    through)."""
     with os.fdopen(open_regular(path, what), "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:  # known too large: read nothing
+            raise TooLarge(
+                f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all"
+            )
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise TooLarge(f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all")
     return data
+
+
+def open_append(path: Path | str) -> int:
+    """A descriptor appending to `path` (created if missing), never through a symbolic link: a
+    results folder handed over may hold `journal.jsonl -> ~/.bashrc`, and appending to it would
+    write there. A link is an OSError saying so, naming the file."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       0o644)  # fmt: skip
+    except OSError as err:
+        if err.errno != errno.ELOOP:
+            raise
+        raise OSError(
+            err.errno, "a symbolic link; refusing to write through it", str(path)
+        ) from None
 
 
 def read_text_bounded(path: Path | str, limit: int, what: str = "file") -> str:
@@ -128,7 +165,7 @@ def parse_jsonl(
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line, f"{path}:{lineno}", error)
         except json.JSONDecodeError as err:
             raise error(f"{path}:{lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
         if not isinstance(record, dict):
@@ -172,3 +209,108 @@ def validate(
         return record.model_validate(obj)
     except ValidationError as err:
         raise error(f"{where}: {first_problem(err)}") from None
+
+
+def loads(text: str | bytes, where: str, error: type[ValueError] = InputError) -> Any:
+    """`json.loads`, refusing data nested deeper than `MAX_DEPTH` and numbers too long to convert
+    as `error("where: ...")`; a syntax error is left to the caller as `json.JSONDecodeError`
+    (each file words it its own way: a cut last line, a line and column)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise error(f"{where}: JSON nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as err:  # e.g. an integer of more than 4300 digits
+        raise error(f"{where}: invalid JSON: {err}") from None
+    opening = (
+        text.count("[") + text.count("{")
+        if isinstance(text, str)
+        else (text.count(b"[") + text.count(b"{"))
+    )
+    if opening > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):  # few brackets: cannot be deep
+        raise error(f"{where}: JSON nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether any container in `value` sits more than `limit` levels down (without recursion:
+    the point is data too deep to recurse into)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def inflate(data: bytes, path: Path | str, limit: int, what: str = "file") -> bytes:
+    """The text of every gzip member in `data`, or TooLarge once it passes `limit` bytes (checked
+    as it inflates, so a bomb costs `limit`, not what it would inflate to). A last member cut
+    short (a writer killed mid-file, or one still open and sync-flushed) yields what it holds;
+    corrupt data is an InputError naming the file and the line it stopped at."""
+    out = bytearray()
+    rest = data
+    while rest:
+        member = zlib.decompressobj(wbits=31)
+        pending = rest
+        while True:  # a megabyte at a time: a bomb never holds more than `limit` at once
+            try:
+                chunk = member.decompress(pending, MiB)
+            except zlib.error as err:
+                raise InputError(
+                    f"{path}: corrupt gzip data after line {out.count(10)}: {err}"
+                ) from None
+            out += chunk
+            if len(out) > limit:
+                raise TooLarge(
+                    f"{path}: {what} inflates to more than {limit // MiB} MiB; refusing it"
+                )
+            pending = member.unconsumed_tail
+            if member.eof or (not pending and len(chunk) < MiB):
+                break
+        if not member.eof:
+            break
+        rest = member.unused_data
+    return bytes(out)
+
+
+MAX_PARQUET_BYTES = 256 * MiB  # a run's parquet is kilobytes to a few megabytes
+MAX_PARQUET_ROWS = 2_000_000  # one row per trial and dimension: a 100,000-trial run fits
+
+
+def read_parquet(path: Path | str, what: str = "run", columns: Iterable[str] = ()) -> pd.DataFrame:
+    """A parquet file as a frame, bounded on disk, inflated and in rows; anything that is not a
+    readable parquet (a text file, a symlink to /etc/passwd, a truncated copy) or lacks one of
+    `columns` is an InputError saying so, naming the file."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        data = read_bounded(path, MAX_PARQUET_BYTES, what)  # over it, or no regular file: TooLarge
+    except FileNotFoundError:
+        raise InputError(f"{path}: cannot read {what}: no such file") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read {what}: {err.strerror or err}") from None
+    try:
+        parquet = pq.ParquetFile(io.BytesIO(data))
+        meta = parquet.metadata
+        inflated = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if meta.num_rows > MAX_PARQUET_ROWS or inflated > 4 * MAX_PARQUET_BYTES:
+            raise InputError(
+                f"{path}: {what} holds {meta.num_rows} rows ({inflated // MiB} MiB uncompressed), "
+                f"over the {MAX_PARQUET_ROWS} rows or {4 * MAX_PARQUET_BYTES // MiB} MiB "
+                "this reads; refusing it"
+            )
+        missing = [c for c in columns if c not in parquet.schema_arrow.names]
+        if missing:
+            raise InputError(f"{path}: not a {what}: no {', '.join(missing)} column")
+        return pd.read_parquet(io.BytesIO(data))
+    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError) as err:
+        if isinstance(err, InputError):
+            raise
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise InputError(f"{path}: not a parquet {what} file ({first})") from None

@@ -107,11 +107,11 @@ def append_line(path: Path, line: bytes, root: Path, mode: int = 0o644) -> None:
             raise UnsafeWrite(f"{target}: not a regular file; refusing to append to it")
         size = os.fstat(fd).st_size
         try:
-            written = os.write(fd, line)
-            if written != len(line):
-                raise OSError(f"{target}: short write ({written} of {len(line)} bytes)")
-        except OSError:
+            view = memoryview(line)
+            while view:  # a short write is retried: the next one says why (no space, too large)
+                view = view[os.write(fd, view) :]
+        except OSError as err:
             os.ftruncate(fd, size)
-            raise
+            raise OSError(err.errno, err.strerror, str(target)) from err
     finally:
         os.close(fd)

@@ -91,11 +91,15 @@ def create_app(
     served = agent if agent is not None else AgentConfig()
     app = FastAPI(title="wikiqa", version=version("wikiqa"), summary="Wikipedia-grounded QA")
     app.add_exception_handler(RequestValidationError, _invalid)
-    # Authentication, body cap and body timeout run before FastAPI parses anything (shield.py).
-    app.add_middleware(Shield, token=token, max_in_flight=max_in_flight, body_timeout=body_timeout)
+    # Authentication, the rate limit, the body cap and body timeout run before FastAPI parses
+    # anything (shield.py).
+    app.add_middleware(
+        Shield, token=token, max_in_flight=max_in_flight, body_timeout=body_timeout,
+        rate=settings.rate_limit,
+    )  # fmt: skip
 
     @app.get("/healthz")
-    def healthz(request: Request) -> Liveness | Health:
+    async def healthz(request: Request) -> Liveness | Health:  # async: no worker thread for it
         """Liveness for anyone; the model and source only for holders of the token."""
         if not authorized({k.lower(): v for k, v in request.headers.raw}, token):
             return Liveness(status="ok")

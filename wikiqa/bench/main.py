@@ -24,6 +24,7 @@ from wikiqa.bench.sources import bench_sources
 from wikiqa.evals.drills.injection import bench_injection
 from wikiqa.evals.drills.injection import report as injection_report
 from wikiqa.secrets import scrubbed_output
+from wikiqa.terminal import echo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,6 +47,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="load: how long to drive it")
     parser.add_argument(
         "--idle", type=int, default=300, help="load: anonymous idle sockets held open meanwhile"
+    )
+    parser.add_argument(
+        "--attackers",
+        type=int,
+        default=64,
+        help="load: connections from each of 127.0.0.2 and 127.0.0.3 holding /healthz bodies open",
     )
     parser.add_argument("--bipia", type=Path, help="folder with BIPIA's text_attack_test.json")
     parser.add_argument(
@@ -82,9 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             figures, report = _run(args)
         except (OSError, ValueError) as err:  # a file named on the command line: say which
-            print(f"wikiqa.bench: error: {err}", file=sys.stderr)
+            echo(f"wikiqa.bench: error: {err}", file=sys.stderr)
             return 1
-        print(json.dumps(figures, indent=2) if args.json else report)
+        echo(json.dumps(figures, indent=2) if args.json else report)
     return 0
 
 
@@ -108,9 +115,14 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         figures = bench_cassette()
         report = cassette_report(figures)
     elif args.suite == "load":
-        figures = bench_load(args.clients, args.seconds, args.idle)
-        report = "load (wikiqa serve with a token, offline, loopback, idle flood running)\n"
-        report += "\n".join(line(k, v, "{:.1f}") for k, v in figures.items())
+        figures = bench_load(args.clients, args.seconds, args.idle, args.attackers)
+        report = (
+            "load (wikiqa serve with a token, offline, loopback): token holders quiet (quiet_*), "
+            "under an idle-socket flood (no prefix), and under the healthz attack (attack_*: "
+            "/healthz bodies held open from 127.0.0.2 and 127.0.0.3)\n"
+        )
+        report += "\n".join(line(k, v, "{:.2f}" if k.endswith("_vs_quiet") else "{:.1f}")
+                             for k, v in figures.items())  # fmt: skip
     elif args.suite == "local":
         figures = bench_local(
             args.model, args.questions, from_flags(args, read_first=3), args.options

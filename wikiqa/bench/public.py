@@ -8,8 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import pandas as pd
-
+from wikiqa.inputs import read_parquet
 from wikiqa.sources import SnapshotSource
 
 
@@ -33,7 +32,7 @@ def bench_public(trials: int = 3) -> dict[str, float]:
                 runs.append(run_eval(config, source=source, progress=False))
                 walls.append(time.perf_counter() - start)
             start = time.perf_counter()
-            frames = [pd.read_parquet(r.parquet) for r in runs]
+            frames = [read_parquet(r.parquet) for r in runs]
             result = compare(frames[0], frames[1])
             compare_s = time.perf_counter() - start
         finally:

@@ -29,6 +29,8 @@ _TARGETS = {
     "bipia_obeying_follow_rate": ("<=", 0.0),
     "errors": ("<=", 0.0),
     "p99_ms": ("<=", 1000.0),
+    "attack_errors": ("<=", 0.0),  # token holders' failed asks under the healthz attack
+    "attack_p99_vs_quiet": ("<=", 2.0),  # their p99 under it, over their quiet run's
     "hostile_5xx": ("<=", 0.0),
     # the server holds no hostile body: its peak stays near its idle ~55 MB (was 380 MB at 3x50 MB)
     "server_peak_rss_mb_after_hostile": ("<=", 100.0),

@@ -20,21 +20,22 @@ from wikiqa.cli.common import (
     wiki_source,
 )
 from wikiqa.config import Settings
+from wikiqa.terminal import echo
 
 
 def _print_result(result: AgentResult) -> None:
     output = result.output
     if isinstance(output, Answer):
-        print(output.text)
+        echo(output.text)
         for i, c in enumerate(output.citations, start=1):
-            print(f'  [{i}] {c.title}: "{c.quote}"')
-            print(f"      {c.url}")
+            echo(f'  [{i}] {c.title}: "{c.quote}"')
+            echo(f"      {c.url}")
     else:
-        print(f"Refused ({output.reason_code}): {output.reason}")
+        echo(f"Refused ({output.reason_code}): {output.reason}")
     usage = result.usage
     cost = "n/a" if usage.estimated_cost_usd is None else f"${usage.estimated_cost_usd:.4f} (est.)"
     review = " · needs human review" if result.needs_human_review else ""
-    print(
+    echo(
         f"confidence {result.confidence:.2f} · {usage.tool_calls} tool calls · "
         f"{usage.model_calls} model calls · {usage.tokens.total} tokens · cost {cost} · "
         f"{result.latency_ms:.0f} ms{review}"
@@ -55,13 +56,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     source = wiki_source(args.source or Settings().source)
 
     def stream(event: TraceEvent) -> None:
-        print(event.line(), file=sys.stderr, flush=True)
+        echo(event.line(), file=sys.stderr, flush=True)
 
     config = agent_config(args)
     agent = Agent(model, source, config, on_event=stream if args.verbose else None)
     result = agent.ask(args.question)
     if args.json:
-        print(result.model_dump_json(indent=2))
+        echo(result.model_dump_json(indent=2))
     else:
         _print_result(result)
     return EXIT_UNAVAILABLE if result.infrastructure_error else 0
@@ -77,6 +78,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from wikiqa.registry import open_model
 
     settings = Settings()
+    if args.rate_limit is not None:
+        settings = settings.model_copy(update={"rate_limit": args.rate_limit})
     try:
         token = check_token(reveal(settings.api_token))  # an empty token is fatal, not "no auth"
         model = open_model(args.model or settings.model)
@@ -86,13 +89,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = create_app(model, source, settings, agent_config(args))
     # Timeouts: first byte 5 s and request headers 10 s, then the per-client and total caps on
     # connections that have not yet made an authorised request (api/connections.py); idle
-    # keep-alive 5 s; body 10 s and 64 requests in flight (Shield). uvicorn's own
-    # limit_concurrency is off: it counted idle sockets, so a flood of them starved token holders.
+    # keep-alive 5 s; then (Shield) the per-client rate limit, and for token holders only the
+    # body 10 s and 64 requests in flight: a request without the token is answered from its
+    # headers. uvicorn's own limit_concurrency is off: it counted idle sockets, so a flood of
+    # them starved token holders.
     uvicorn.run(
         app, host=args.host, port=args.port, log_level=args.log_level, http=guarded_protocol(token),
         timeout_keep_alive=5, limit_concurrency=None, h11_max_incomplete_event_size=16 * 1024,
     )  # fmt: skip
     return 0
+
+
+def rate(text: str) -> float:
+    """A rate limit: a number of requests a second, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected requests a second, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number 0 or more, got {text!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -113,5 +129,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
+    serve.add_argument(
+        "--rate-limit", type=rate, metavar="N",
+        help="requests a second one client (its bearer token, or its address) may make, in "
+        "bursts of 2N; over it: 429 with Retry-After; 0: no limit (env WIKIQA_RATE_LIMIT, "
+        "default 10)",
+    )  # fmt: skip
     add_agent_flags(serve)
     serve.set_defaults(func=cmd_serve)

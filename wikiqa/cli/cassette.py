@@ -17,6 +17,7 @@ from pathlib import Path
 from wikiqa.cli.common import CliError
 from wikiqa.config import Settings
 from wikiqa.sources.cassette_files import Cassette, CassetteError, find_cassette, read_cassette
+from wikiqa.terminal import echo
 
 
 def _folders(out: Path | None) -> Iterator[Path]:
@@ -46,10 +47,10 @@ def cmd_info(args: argparse.Namespace) -> int:
         "cassette_hash": c.sha256,
     }
     if args.json:
-        print(json.dumps(figures, indent=2))
+        echo(json.dumps(figures, indent=2))
     else:
         for key, value in figures.items():
-            print(f"{key:>13}  {value}")
+            echo(f"{key:>13}  {value}")
     return 0
 
 
@@ -57,7 +58,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from wikiqa.sources.cassette_drift import drift, render_drift
 
     result = drift(_open(args.run_a, args.out), _open(args.run_b, args.out))
-    print(result.model_dump_json(indent=2) if args.json else render_drift(result))
+    echo(result.model_dump_json(indent=2) if args.json else render_drift(result))
     return 0
 
 
@@ -75,7 +76,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         raise CliError(
             f"{args.out}: cannot write the merged cassette: {err.strerror or err}"
         ) from err
-    print(
+    echo(
         f"{args.out}: {len(merged.articles)} articles, {len(merged.fetches)} fetches, "
         f"{len(merged.searches)} searches from {len(cassettes)} cassettes "
         f"({lines[0].get('conflicts', 0)} conflicts resolved); replay with "

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, CliError, positive_int
+from wikiqa.terminal import echo
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -30,7 +31,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CliError(str(err), EXIT_USAGE) from err
     found, why = drift_between(args.run_a, args.run_b, args.out)
     result = result.model_copy(update={"drift": found, "drift_unknown": why})
-    print(result.model_dump_json(indent=2) if args.json else render(result))
+    echo(result.model_dump_json(indent=2) if args.json else render(result))
     return 0
 
 
@@ -44,13 +45,13 @@ def cmd_power(args: argparse.Namespace) -> int:
             {"tasks": n, "rate": args.rate, "discordant": args.discordant, "mde": round(mde, 4)}
         )
     if args.json:
-        print(json.dumps(rows))
+        echo(json.dumps(rows))
         return 0
     share = "2·p·(1−p), independent runs" if args.discordant is None else f"{args.discordant}"
-    print(f"minimum detectable effect, 80% power, alpha 0.05, base rate {args.rate}, "
+    echo(f"minimum detectable effect, 80% power, alpha 0.05, base rate {args.rate}, "
           f"discordant share {share}")  # fmt: skip
     for row in rows:
-        print(f"  {row['tasks']:>6} tasks: {row['mde']:.3f} ({row['mde'] * 100:.1f} points)")
+        echo(f"  {row['tasks']:>6} tasks: {row['mde']:.3f} ({row['mde'] * 100:.1f} points)")
     return 0
 
 

@@ -22,6 +22,7 @@ from wikiqa.cli.common import (
     label_suites,
     labelled,
 )
+from wikiqa.terminal import echo
 
 if TYPE_CHECKING:
     from wikiqa.evals.labels.confidence_fit import Fold
@@ -45,16 +46,16 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if args.cv:
             found = cross_validate(frame, folds=args.cv)
             for strength, fold in found.items():
-                print(f"l2 {strength:<5g} {args.cv}-fold AUROC {_auroc_text(fold)}")
+                echo(f"l2 {strength:<5g} {args.cv}-fold AUROC {_auroc_text(fold)}")
             l2 = max(found, key=lambda k: (found[k].auroc or 0.0, k))  # ties: the stronger
-            print(f"chosen l2 {l2:g}: out-of-fold AUROC {_auroc_text(found[l2])} (by task)")
+            echo(f"chosen l2 {l2:g}: out-of-fold AUROC {_auroc_text(found[l2])} (by task)")
         weights = fit(frame, risk=args.risk, l2=l2)
     except FitError as err:
         raise CliError(f"{args.run}: {err}", EXIT_USAGE) from err
     for name, w in zip(weights.features, weights.weights, strict=True):
-        print(f"{name:<12} {w:+.4f}")
-    print(f"{'bias':<12} {weights.bias:+.4f}")
-    print(
+        echo(f"{name:<12} {w:+.4f}")
+    echo(f"{'bias':<12} {weights.bias:+.4f}")
+    echo(
         f"fitted on {weights.fitted_on}: {weights.points} decided answers, AUROC "
         f"{weights.auroc_fit:.3f} (in sample) · review below {weights.review_below:.3f} "
         f"(risk <= {args.risk:.2f} above it)"
@@ -65,7 +66,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             target.write_text(weights.model_dump_json(indent=2) + "\n", encoding="utf-8")
         except OSError as err:
             raise CliError(f"{target}: cannot write the weights ({err})", EXIT_NOT_FOUND) from err
-        print(f"wrote {target}")
+        echo(f"wrote {target}")
     return 0
 
 
@@ -98,7 +99,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise CliError(str(err), EXIT_NOT_FOUND) from err
     ci = f" [{result.auroc_ci[0]:.2f}, {result.auroc_ci[1]:.2f}]" if result.auroc_ci else ""
     auroc = "n/a" if result.auroc is None else f"{result.auroc:.3f}{ci}"
-    print(
+    echo(
         f"confidence against human correctness labels: AUROC {auroc} · ECE "
         f"{result.ece if result.ece is None else round(result.ece, 3)} · "
         f"{result.points} labelled answers, "
@@ -118,7 +119,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         kept = min((p for p in result.curve if p.threshold >= threshold), default=None,
                    key=lambda p: p.threshold)  # fmt: skip
         n, wrong = (kept.answered, round(kept.risk * kept.answered)) if kept else (0, 0)
-        print(
+        echo(
             f"{name} {threshold:.3f}: answers kept (not sent to review) "
             f"{count_text(n, result.points)}, wrong among them {count_text(wrong, n)}"
         )

@@ -28,6 +28,7 @@ from wikiqa.cli.common import (
 )
 from wikiqa.config import Settings
 from wikiqa.sources import SnapshotError
+from wikiqa.terminal import echo
 
 
 def _run_config(args: argparse.Namespace) -> Any:
@@ -64,7 +65,7 @@ def _run_config(args: argparse.Namespace) -> Any:
 
 
 def _tell(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    echo(message, file=sys.stderr, flush=True)
 
 
 def _resumed(config: Any, resume: str) -> Any:
@@ -125,20 +126,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except InfrastructureFailure as err:  # nothing to record; the run is reported below
         outcome = err.outcome
     if args.json:
-        print(outcome.model_dump_json(indent=2))
+        echo(outcome.model_dump_json(indent=2))
     else:
-        print(render(outcome.summary))
-        print()
-        print(
+        echo(render(outcome.summary))
+        echo()
+        echo(
             f"run {outcome.meta.run_id}: {outcome.trials_run} trials run now, "
             f"{outcome.model_calls} model calls made, {outcome.cached_calls} served from cache, "
             f"{outcome.judge_calls} judge calls"
         )
-        print(f"parquet: {outcome.parquet}")
+        echo(f"parquet: {outcome.parquet}")
     if outcome.summary.errors:
         asked = args.record or outcome.meta.config.holdout
         recorded = " (nothing recorded)" if outcome.all_failed and asked else ""
-        print(
+        echo(
             f"wikiqa: {outcome.summary.errors} trials ended in infrastructure errors{recorded}; "
             f"the first: {outcome.first_error}; rerun with --resume {outcome.meta.run_id}",
             file=sys.stderr,
@@ -150,18 +151,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     import tempfile
 
-    import pandas as pd
-
     from wikiqa.evals.analysis import gate
+    from wikiqa.inputs import InputError, read_parquet
 
     # The default is resolved here, not in the parser, to keep the evals import off start-up.
     if args.baseline is None:
         args.baseline = gate.baseline_path()
     if args.run is not None:
         try:
-            frame = pd.read_parquet(args.run)
-        except (OSError, ValueError) as err:
-            raise CliError(f"{args.run}: cannot read results: {err}") from err
+            frame = read_parquet(args.run)
+        except InputError as err:
+            raise CliError(str(err)) from err
     else:
         with tempfile.TemporaryDirectory(prefix="wikiqa-check-") as tmp:
             if args.out is None:
@@ -174,7 +174,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             frame = outcome.frame  # the run in memory: nothing it wrote is read back
     if args.write_baseline:
         baseline = gate.write_baseline(frame, args.baseline)
-        print(f"wrote {args.baseline} from run {baseline.run_id}")
+        echo(f"wrote {args.baseline} from run {baseline.run_id}")
         return 0
     try:
         baseline = gate.read_baseline(args.baseline)
@@ -182,12 +182,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from err
     drops = gate.compare(baseline, gate.baseline_from(frame))
     if drops:
-        print(f"gate: FAILED against {args.baseline} (run {baseline.run_id})")
+        echo(f"gate: FAILED against {args.baseline} (run {baseline.run_id})")
         for line in drops:
-            print(f"  {line}")
+            echo(f"  {line}")
         return gate.EXIT_REGRESSION
     cells = sum(len(row) for row in baseline.cells.values())
-    print(f"gate: ok, none of {cells} category x dimension rates dropped below {args.baseline}")
+    echo(f"gate: ok, none of {cells} category x dimension rates dropped below {args.baseline}")
     return 0
 
 
@@ -248,22 +248,22 @@ def cmd_regrade(args: argparse.Namespace) -> int:
             total = changed = 0
             for run in runs:
                 moved, compared = regrading.check(run, out, judge)
-                print(f"{run}: {moved} of {compared} verdicts differ from its parquet")
+                echo(f"{run}: {moved} of {compared} verdicts differ from its parquet")
                 total, changed = total + compared, changed + moved
-            print(f"{changed} of {total} verdicts changed across {len(runs)} runs")
+            echo(f"{changed} of {total} verdicts changed across {len(runs)} runs")
             return 1 if changed else 0
         if not args.change:
             raise CliError("--change says what changed in the graders", EXIT_USAGE)
         outcome = regrading.regrade(runs[0], out, args.change, judge)
     except (regrading.RegradeError, OSError) as err:
         raise CliError(str(err)) from err
-    print(render(outcome.summary))
-    print()
-    print(
+    echo(render(outcome.summary))
+    echo()
+    echo(
         f"run {outcome.meta.run_id}: {args.run}'s answers, regraded (0 model calls, "
         f"{outcome.judge_calls} judge calls)"
     )
-    print(f"parquet: {outcome.parquet}")
+    echo(f"parquet: {outcome.parquet}")
     if args.record:
         from wikiqa.evals.running.locks import Busy, folder_lock
 
@@ -273,7 +273,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         except Busy as err:
             raise CliError(str(err)) from None
         if row is not None:
-            print(f"change log: kind grader, paired Δ {delta_text(row)}")
+            echo(f"change log: kind grader, paired Δ {delta_text(row)}")
     return 0
 
 
@@ -303,7 +303,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             log = convert(folder, out)
         except (RunLogError, OSError) as err:
             raise CliError(str(err)) from err
-        print(f"{folder} -> {log.path} ({len(log.trials)} trials)")
+        echo(f"{folder} -> {log.path} ({len(log.trials)} trials)")
     return 0
 
 

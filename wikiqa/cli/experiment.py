@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikiqa.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, CliError
+from wikiqa.inputs import InputError
+from wikiqa.terminal import echo
 
 if TYPE_CHECKING:
     from wikiqa.evals.climb import ChangelogRow
@@ -27,10 +29,14 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     if not notebooks:
         raise CliError("name at least one notebook, or pass --current")
     for path in notebooks:
-        if not Path(path).is_file():
+        if not Path(path).exists():
             raise CliError(f"{path}: no such notebook")
         if Path(path).suffix != ".ipynb":
             raise CliError(f"{path}: not a notebook (a step is an .ipynb file)")
+        try:
+            experiment.read_notebook(Path(path))  # bounded, a regular file, JSON: or one line
+        except InputError as err:
+            raise CliError(str(err)) from None
     for path in notebooks:
         _check_names(Path(path), [name for name, _ in args.parameters or []])
     runs = experiment.grid(args.parameters or [])
@@ -48,7 +54,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     for notebook in notebooks:
         extra = experiment.missing_extra(Path(notebook))
         if extra is not None:  # `experiments/0*.ipynb` on a fresh clone: say so, go on
-            print(
+            echo(
                 f"== {Path(notebook).name}: skipped, it needs the `{extra}` extra "
                 f"(`make test-local` installs it)",
                 flush=True,
@@ -69,7 +75,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
             started = time.time()
             shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD"}}
             label = " ".join(f"{k}={v!r}" for k, v in shown.items()) or "default parameters"
-            print(f"== {Path(notebook).name} ({label})", flush=True)
+            echo(f"== {Path(notebook).name} ({label})", flush=True)
             try:
                 executed = experiment.execute(Path(notebook), parameters, out)
             except experiment.StepFailed as err:  # papermill's error, with where the copy is
@@ -83,25 +89,25 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                 p for p in sorted((out / "runs").glob("*.parquet")) if p.stat().st_mtime >= started
             ]
             for parquet in parquets:
-                print(experiment.summary_of(experiment.load_run(parquet)))
-                print(f"parquet:            {_shown(parquet)}")
-            print(f"executed notebook:  {_shown(executed)}")
+                echo(experiment.summary_of(experiment.load_run(parquet)))
+                echo(f"parquet:            {_shown(parquet)}")
+            echo(f"executed notebook:  {_shown(executed)}")
             if rows:
-                print(f"change log:         {_shown(out / 'CHANGELOG.md')}")
+                echo(f"change log:         {_shown(out / 'CHANGELOG.md')}")
             elif "RECORD" not in takes:
-                print("change log:         (this notebook reads runs; it records none)")
+                echo("change log:         (this notebook reads runs; it records none)")
             elif not parameters.get("RECORD"):
-                print("change log:         not recorded: RECORD is false (exploratory)")
+                echo("change log:         not recorded: RECORD is false (exploratory)")
             else:
-                print(
+                echo(
                     "change log:         not recorded: a row with the same inputs (clean commit, "
                     "suite, parameters) is already there; a rerun adds nothing"
                 )
         if len(points) > 1 and grid_rows:
-            print(f"== the grid of {Path(notebook).name}, one row per point (95% intervals)")
-            print(_grid_table(grid_rows))
+            echo(f"== the grid of {Path(notebook).name}, one row per point (95% intervals)")
+            echo(_grid_table(grid_rows))
     if not args.record and args.out is None and not given:
-        print(f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)")
+        echo(f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)")
     return 0
 
 
@@ -133,6 +139,8 @@ def _check_names(notebook: Path, names: list[str]) -> None:
 
     try:
         declared = experiment.declared_parameters(notebook)
+    except InputError as err:
+        raise CliError(str(err)) from None
     except (OSError, ValueError) as err:
         raise CliError(f"{notebook}: {err}") from err
     unknown = [n for n in dict.fromkeys(names) if n not in declared]
@@ -149,7 +157,7 @@ def _check_values(notebook: Path, runs: list[dict[str, Any]]) -> None:
     rule, not a traceback inside the executed notebook."""
     from wikiqa import experiment
 
-    if experiment.STEP_CALL not in notebook.read_text(encoding="utf-8", errors="replace"):
+    if experiment.STEP_CALL not in experiment.read_notebook(notebook)[0]:
         return
     for run in runs:
         try:

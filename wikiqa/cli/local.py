@@ -14,6 +14,7 @@ import sys
 from wikiqa.cli.common import CliError, positive_int
 from wikiqa.models import local as local_model
 from wikiqa.models.local.catalog import DEFAULT, MODELS
+from wikiqa.terminal import echo
 
 
 def cmd_local_assemble(args: argparse.Namespace) -> int:
@@ -28,8 +29,8 @@ def cmd_local_assemble(args: argparse.Namespace) -> int:
     except AssemblyError as err:
         raise CliError(str(err)) from err
     state = "already assembled" if already else "assembled and verified"
-    print(f"{entry.name}: {state}: {path}", file=sys.stderr)
-    print(path)
+    echo(f"{entry.name}: {state}: {path}", file=sys.stderr)
+    echo(path)
     return 0
 
 
@@ -42,9 +43,9 @@ def cmd_local_serve(args: argparse.Namespace) -> int:
         gguf = local_model.gguf_for(args.model)
     except (local_model.LocalModelError, KeyError) as err:
         raise CliError(str(err)) from err
-    print(f"serving {gguf} on http://{args.host}:{args.port}/v1", file=sys.stderr)
+    echo(f"serving {gguf} on http://{args.host}:{args.port}/v1", file=sys.stderr)
     spec = local_model.spec(args.host, args.port, local_model.alias(gguf))
-    print(f"use it with: --model {shlex.quote(spec)}", file=sys.stderr)  # `;` needs quotes
+    echo(f"use it with: --model {shlex.quote(spec)}", file=sys.stderr)  # `;` needs quotes
     command = local_model.server_command(gguf, args.host, args.port, args.n_ctx, args.threads)
     return subprocess.call(command)
 

@@ -6,6 +6,7 @@ Each group module registers its own subcommands; this module only fixes their or
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -23,9 +24,11 @@ from wikiqa.cli.snapshot import register as register_snapshot
 from wikiqa.cli.suite import register as register_suite
 from wikiqa.cli.validate import register as register_validate
 from wikiqa.cli.wiki import register as register_wiki
+from wikiqa.inputs import InputError
 from wikiqa.project import ProjectNotFound
 from wikiqa.secrets import scrubbed_output
 from wikiqa.sources import SourceUnavailable
+from wikiqa.terminal import echo
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,14 +65,30 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         code: int = args.func(args)
     except CliError as err:
-        print(f"wikiqa: error: {err}", file=sys.stderr)
+        _error(str(err))
         return err.code
     except ProjectNotFound as err:  # a command that reads suites or results, run outside a project
         print(f"wikiqa: error: {err}", file=sys.stderr)
         return EXIT_NOT_FOUND
     except SourceUnavailable as err:
-        print(f"wikiqa: error: Wikipedia unavailable: {err}", file=sys.stderr)
+        _error(f"Wikipedia unavailable: {err}")
         return EXIT_UNAVAILABLE
     except BrokenPipeError:  # `wikiqa search ... | head`
         return 0
+    except InputError as err:  # a file handed over that cannot be read as what it should be
+        _error(str(err))
+        return EXIT_NOT_FOUND
+    except OSError as err:  # a full disk, a folder not writable: the system's words, the file
+        where = f"{err.filename}: " if err.filename else ""
+        _error(f"{where}{err.strerror or err}")
+        return EXIT_NOT_FOUND
+    except sqlite3.Error as err:  # the response cache or the snapshot index, on a full disk
+        _error(f"cannot use the cache or index database: {err}")
+        return EXIT_NOT_FOUND
     return code
+
+
+def _error(message: str) -> None:
+    """The one line a failed command prints: its message on one line, escaped for the terminal
+    (it may quote a file's name or contents)."""
+    echo("wikiqa: error: " + " ".join(message.splitlines()), file=sys.stderr)

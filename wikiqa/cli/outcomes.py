@@ -15,6 +15,7 @@ from wikiqa.cli.common import (
     label_suites,
     labelled,
 )
+from wikiqa.terminal import echo
 
 
 def cmd_outcomes(args: argparse.Namespace) -> int:
@@ -37,7 +38,7 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
         rates = human_rates(examples, tasks)
     except ValueError as err:
         raise CliError(str(err), EXIT_NOT_FOUND) from err
-    print(decided.text())
+    echo(decided.text())
     for reason, n in reasons.most_common():
         rate = rates.get(reason)
         human = (
@@ -46,8 +47,8 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
             if rate
             else "no labelled answer undecided for this reason"
         )
-        print(f"  undecided, {reason}: {n} ({human})")
-    print(resolve(decided, reasons, rates).text())
+        echo(f"  undecided, {reason}: {n} ({human})")
+    echo(resolve(decided, reasons, rates).text())
     return 0
 
 

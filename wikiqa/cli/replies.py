@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from wikiqa.cli.common import CliError
+from wikiqa.terminal import echo
 
 NAME = "replies.jsonl.gz"  # in the results folder (WIKIQA_RESULTS, default results/)
 
@@ -31,14 +32,18 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError(f"{_file(args.file)}: cannot write it: {err.strerror or err}") from err
     finally:
         cache.close()
-    print(f"{_file(args.file)}: {count} replies from {cache_path()}")
+    echo(f"{_file(args.file)}: {count} replies from {cache_path()}")
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from wikiqa.evals.running.cache import ResponseCache, cache_path
-    from wikiqa.evals.running.replies import RepliesError, import_replies
+    from wikiqa.evals.running.replies import RepliesError, import_replies, read_replies
 
+    try:  # the whole file checked before the cache is even opened: a bad file changes nothing
+        read_replies(_file(args.file))
+    except RepliesError as err:
+        raise CliError(str(err)) from err
     cache = ResponseCache(cache_path())
     try:
         done = import_replies(cache, _file(args.file))
@@ -46,7 +51,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from err
     finally:
         cache.close()
-    print(
+    echo(
         f"{cache_path()}: {done.added} replies added from {_file(args.file)} (sha256 "
         f"{done.sha256}), {done.kept} already there; the added ones are marked as imported, "
         "and a run counts the calls they answer"

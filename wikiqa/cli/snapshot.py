@@ -12,6 +12,7 @@ from pathlib import Path
 from wikiqa.cli.common import EXIT_UNAVAILABLE, CliError, wiki_source
 from wikiqa.inputs import MiB, TooLarge, read_bounded
 from wikiqa.sources import SnapshotError, SourceUnavailable
+from wikiqa.terminal import echo
 
 
 def cmd_snapshot_info(args: argparse.Namespace) -> int:
@@ -22,11 +23,11 @@ def cmd_snapshot_info(args: argparse.Namespace) -> int:
     except SnapshotError as err:
         raise CliError(str(err)) from err
     if args.json:
-        print(info.model_dump_json(indent=2))
+        echo(info.model_dump_json(indent=2))
     else:
         for key, value in info.model_dump().items():
             if value is not None:  # the package snapshot was never recorded from anywhere
-                print(f"{key:>13}: {value}")
+                echo(f"{key:>13}: {value}")
     return 0
 
 
@@ -65,8 +66,8 @@ def cmd_snapshot_record(args: argparse.Namespace) -> int:
             ) from err
         if article is None:
             missing.append(title)
-        print(f"{'missing' if article is None else 'ok':>7}  {title}", file=sys.stderr)
-    print(f"{args.out}: {recorder.recorded} articles recorded")
+        echo(f"{'missing' if article is None else 'ok':>7}  {title}", file=sys.stderr)
+    echo(f"{args.out}: {recorder.recorded} articles recorded")
     if missing:
         raise CliError(f"{len(missing)} titles not found: {', '.join(missing)}")
     return 0

@@ -15,6 +15,7 @@ from typing import Any
 
 from wikiqa.cli.common import EXIT_USAGE, CliError, positive_int
 from wikiqa.sources import SnapshotError
+from wikiqa.terminal import echo
 
 DATASETS = ("nq-open", "hotpotqa", "selfaware", "truthfulqa", "bipia")
 DEFAULT_SEED = 13
@@ -64,11 +65,11 @@ def cmd_suite_import(args: argparse.Namespace) -> int:
         importers.write_suite(tasks, args.out)
     except importers.InputError as err:
         raise CliError(str(err)) from err
-    print(imported.summary())
+    echo(imported.summary())
     counts = ", ".join(
         f"{c} {n}" for c, n in importers.Imported(imported.dataset, tasks).counts().items()
     )
-    print(f"{args.out}: {len(tasks)} tasks ({counts}), seed {args.seed}")
+    echo(f"{args.out}: {len(tasks)} tasks ({counts}), seed {args.seed}")
     return 0
 
 
@@ -85,7 +86,7 @@ def cmd_suite_build(args: argparse.Namespace) -> int:
     except importers.InputError as err:
         raise CliError(str(err)) from err
     for imported in built.imports:
-        print(imported.summary())
+        echo(imported.summary())
     written = [
         ("public.jsonl", built.public),
         ("public_holdout.jsonl", built.holdout),
@@ -95,8 +96,8 @@ def cmd_suite_build(args: argparse.Namespace) -> int:
         counts = ", ".join(
             f"{c} {n}" for c, n in importers.Imported("", list(tasks)).counts().items()
         )
-        print(f"{out_dir / name}: {len(tasks)} tasks ({counts})")
-    print(f"snapshot sha256 {leads.snapshot.sha256[:16]}, seed {args.seed}")
+        echo(f"{out_dir / name}: {len(tasks)} tasks ({counts})")
+    echo(f"snapshot sha256 {leads.snapshot.sha256[:16]}, seed {args.seed}")
     return 0
 
 
@@ -105,6 +106,7 @@ def cmd_suite_slice(args: argparse.Namespace) -> int:
     the same tasks for every step of a climb too slow to run on the whole suite."""
     from wikiqa.evals import TaskError, load_tasks, resolve_suite, suite_hash
     from wikiqa.evals.importers import dataset_of, take
+    from wikiqa.evals.tasks.task import read_suite
     from wikiqa.inputs import parse_jsonl
 
     try:
@@ -117,13 +119,13 @@ def cmd_suite_slice(args: argparse.Namespace) -> int:
         for t in take(tasks, args.size, args.seed, stratum=lambda t: (t.category, dataset_of(t)))
     }
     # the chosen tasks' own lines, byte for byte, in the suite's order
-    text = source.read_text(encoding="utf-8")
+    text = read_suite(source).decode("utf-8")  # parsed once already: the same bytes
     numbers = {n for n, record in parse_jsonl(text, source, TaskError) if record["id"] in chosen}
     lines = [line for n, line in enumerate(text.split("\n"), start=1) if n in numbers]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     kept = [t for t in tasks if t.id in chosen]
     counts = ", ".join(f"{c} {n}" for c, n in Counter(t.category for t in kept).most_common())
-    print(f"{args.out}: {len(kept)} of {len(tasks)} tasks of {source.name} ({counts}), "
+    echo(f"{args.out}: {len(kept)} of {len(tasks)} tasks of {source.name} ({counts}), "
           f"seed {args.seed}, by category and dataset; suite hash {suite_hash(args.out)}")  # fmt: skip
     return 0
 

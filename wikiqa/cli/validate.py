@@ -18,6 +18,7 @@ from wikiqa.cli.common import (
     add_label_suites,
     label_suites,
 )
+from wikiqa.terminal import echo
 
 
 def _aligned(rows: list[list[str]]) -> list[str]:
@@ -112,9 +113,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if judge is not None:  # the judge's rows, and its calls
             shown["judge"] = summary["judge"]
             shown |= {k: summary[k] for k in ("judge_calls", "judge_seconds")}
-        print(json.dumps(shown))
+        echo(json.dumps(shown))
     else:
-        print(render(summary))
+        echo(render(summary))
     return 0
 
 

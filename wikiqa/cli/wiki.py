@@ -10,14 +10,15 @@ import json
 
 from wikiqa.cli.common import SOURCE_HELP, CliError, positive_int, wiki_source
 from wikiqa.sources import Article, SearchHit
+from wikiqa.terminal import echo
 
 
 def _print_hits(hits: list[SearchHit]) -> None:
     if not hits:
-        print("no results")
+        echo("no results")
     for rank, hit in enumerate(hits, start=1):
-        print(f"{rank:>2}  {hit.score:>8.3f}  {hit.title}")
-        print(f"              {hit.snippet}")
+        echo(f"{rank:>2}  {hit.score:>8.3f}  {hit.title}")
+        echo(f"              {hit.snippet}")
 
 
 def _print_article(article: Article) -> None:
@@ -27,23 +28,23 @@ def _print_article(article: Article) -> None:
         if prov.source == "snapshot"
         else f"live {prov.host} revision {article.revision_id} fetched {prov.fetched_at}"
     )
-    print(article.title)
-    print(article.url)
-    print(f"source: {where} · depth: {article.depth}" + (" · injected" if prov.injected else ""))
+    echo(article.title)
+    echo(article.url)
+    echo(f"source: {where} · depth: {article.depth}" + (" · injected" if prov.injected else ""))
     if article.is_disambiguation:
-        print("(disambiguation page)")
-    print()
-    print(article.text)
+        echo("(disambiguation page)")
+    echo()
+    echo(article.text)
     if article.infobox:
-        print()
+        echo()
         for key, value in article.infobox.items():
-            print(f"  {key}: {value}")
+            echo(f"  {key}: {value}")
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     hits = wiki_source(args.source).search(args.query, args.limit)
     if args.json:
-        print(json.dumps([h.model_dump() for h in hits], ensure_ascii=False, indent=2))
+        echo(json.dumps([h.model_dump() for h in hits], ensure_ascii=False, indent=2))
     else:
         _print_hits(hits)
     return 0
@@ -54,7 +55,7 @@ def cmd_article(args: argparse.Namespace) -> int:
     if article is None:
         raise CliError(f"no article titled {args.title!r} in source {args.source!r}")
     if args.json:
-        print(article.model_dump_json(indent=2))
+        echo(article.model_dump_json(indent=2))
     else:
         _print_article(article)
     return 0

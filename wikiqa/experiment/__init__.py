@@ -18,6 +18,7 @@ from wikiqa.experiment.notebooks import (
     execute,
     grid,
     missing_extra,
+    read_notebook,
     requires,
 )
 from wikiqa.experiment.params import KINDS, ParameterError, StepParameters, parameters
@@ -73,6 +74,7 @@ __all__ = [
     "plot_climb",
     "plot_risk_coverage",
     "rates",
+    "read_notebook",
     "record_line",
     "requires",
     "resolve_out",

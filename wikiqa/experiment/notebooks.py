@@ -19,6 +19,7 @@ from typing import Any
 
 from wikiqa.evals import results_dir
 from wikiqa.experiment.params import COMMON
+from wikiqa.inputs import InputError, MiB, loads, read_text
 from wikiqa.project import (
     ROOT_ENV,
     ProjectNotFound,
@@ -27,6 +28,23 @@ from wikiqa.project import (
     relative_to_root,
 )
 from wikiqa.secrets import scrub
+
+MAX_NOTEBOOK_BYTES = 64 * MiB  # a step notebook with its figures is a few megabytes
+
+
+def read_notebook(notebook: Path) -> tuple[str, dict[str, Any]]:
+    """A notebook's text and JSON, bounded like every file a user names; anything else (not
+    JSON, not an object, a FIFO, too large or too deep) is an InputError naming the file."""
+    text = read_text(notebook, MAX_NOTEBOOK_BYTES, "notebook")
+    try:
+        data = loads(text, str(notebook))
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"{notebook}: not a notebook: not valid notebook JSON (line {err.lineno})"
+        ) from None
+    if not isinstance(data, dict):
+        raise InputError(f"{notebook}: not a notebook: expected a JSON object")
+    return text, data
 
 
 def grid(params: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -46,12 +64,7 @@ def declared_parameters(notebook: Path) -> list[str]:
     step parameters, which live in `wikiqa/experiment/params.py` rather than in every cell."""
     import papermill as pm
 
-    try:
-        text = notebook.read_text(encoding="utf-8")
-        json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        where = f" (line {err.lineno})" if isinstance(err, json.JSONDecodeError) else ""
-        raise ValueError(f"not a notebook: not valid notebook JSON{where}") from None
+    text, _ = read_notebook(notebook)
     try:
         found = pm.inspect_notebook(str(notebook))
     except Exception as err:  # nbformat and papermill raise their own types for a bad file
@@ -229,8 +242,9 @@ EXTRA_MODULES = {"local": "llama_cpp", "qwen": "llama_cpp"}
 
 def requires(notebook: Path) -> str | None:
     """The optional extra a step notebook needs (its metadata says), or None."""
-    meta = json.loads(notebook.read_text(encoding="utf-8"))["metadata"]
-    extra = meta.get("wikiqa", {}).get("requires")
+    meta = read_notebook(notebook)[1].get("metadata")
+    wikiqa = meta.get("wikiqa") if isinstance(meta, dict) else None
+    extra = wikiqa.get("requires") if isinstance(wikiqa, dict) else None
     return str(extra) if extra else None
 
 

@@ -23,6 +23,7 @@ from wikiqa.experiment.params import ParameterError, StepParameters, parameters
 from wikiqa.experiment.tables import abstention, table
 from wikiqa.experiment.views import resolve_out
 from wikiqa.project import relative_to_root
+from wikiqa.terminal import echo
 
 
 def step(namespace: Mapping[str, Any]) -> RunOutcome:
@@ -63,7 +64,7 @@ def step_name_of(namespace: Mapping[str, Any]) -> str | None:
 
 def _tell(message: str) -> None:
     """Progress of a long run, as it goes (a line every tenth of its trials)."""
-    print(message, flush=True)
+    echo(message, flush=True)
 
 
 def _config(p: StepParameters, name: str, model: str, out: Path) -> RunConfig:
@@ -113,10 +114,10 @@ def _served(model: str, executor: str = "local") -> Iterator[str]:
 def _show_parameters(p: StepParameters, name: str | None, model: str, out: Path) -> None:
     shown = p.model_dump(exclude_defaults=True) | {"MODEL": model}
     where = "recorded" if p.RECORD else "exploratory (not recorded)"
-    print(
+    echo(
         f"step {name or '(unnamed: the kernel does not know its file)'}: {where}, into {_short(out)}"
     )
-    print("  " + " · ".join(f"{k}={v!r}" for k, v in shown.items() if v not in (None, "")))
+    echo("  " + " · ".join(f"{k}={v!r}" for k, v in shown.items() if v not in (None, "")))
 
 
 def _short(path: Path) -> str:
@@ -134,7 +135,7 @@ def show(outcome: RunOutcome, row: ChangelogRow | None, name: str) -> None:
     summary = outcome.summary
     _display(_markdown("## Category x dimension (passes/applicable [95% interval], majority vote)"))
     _display(table(summary))
-    print(render_figures(summary))
+    echo(render_figures(summary))
     figure = plot(summary, name)
     _display(figure)
     plt.close(figure)
@@ -157,15 +158,15 @@ def show(outcome: RunOutcome, row: ChangelogRow | None, name: str) -> None:
 def record_line(outcome: RunOutcome, row: ChangelogRow | None) -> None:
     """Say where the run went, and whether (and why not) it became a change-log row."""
     out = outcome.meta.config.out
-    print(f"parquet:   {_short(outcome.parquet)}")
+    echo(f"parquet:   {_short(outcome.parquet)}")
     if row is None:
-        print("changelog: not recorded (exploratory: RECORD = False)")
+        echo("changelog: not recorded (exploratory: RECORD = False)")
     elif row.run_id != outcome.meta.run_id:
-        print(f"changelog: not recorded: the same inputs as the recorded row {row.run_id}")
+        echo(f"changelog: not recorded: the same inputs as the recorded row {row.run_id}")
     else:
-        print(f"changelog: {_short(out / 'CHANGELOG.md')} (+ changelog.jsonl)")
-        print(f"paired Δ, tasks passing every dimension: {delta_text(row)}")
-    print(
+        echo(f"changelog: {_short(out / 'CHANGELOG.md')} (+ changelog.jsonl)")
+        echo(f"paired Δ, tasks passing every dimension: {delta_text(row)}")
+    echo(
         f"run {outcome.meta.run_id}: {outcome.trials_run} trials, {outcome.model_calls} model "
         f"calls ({outcome.cached_calls} from cache), model {outcome.meta.model}, "
         f"prompt {outcome.meta.prompt_hash}"

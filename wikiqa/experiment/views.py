@@ -3,7 +3,6 @@ the answer/refuse confusion matrix, failures with the grader's evidence."""
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -15,16 +14,21 @@ from wikiqa.evals.analysis import COLUMNS, render, summarize, task_verdicts, tri
 from wikiqa.evals.analysis.compare import DifferentSuites, compare
 from wikiqa.evals.analysis.stats import count_text, wilson
 from wikiqa.evals.climb.changelog import ChangelogRow, read
+from wikiqa.inputs import loads, read_parquet
 from wikiqa.project import project_root
 from wikiqa.sources.cassette_drift import Drift, drift
 from wikiqa.sources.cassette_files import Cassette, CassetteError, cassette_of, read_cassette
+
+# What every reader of a run relies on (one row per graded dimension of a trial); a parquet
+# without them is some other table. Each reader checks the further columns it needs.
+RUN_COLUMNS = ("dimension", "verdict")
 
 
 def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataFrame:
     """A run's long table: by parquet path, by run id, or (None) the latest run. Run ids are
     looked up in the results folder, then in its scratch area (exploratory runs); the latest
     run is the newest recorded one, or the newest exploratory one when none is recorded."""
-    return pd.read_parquet(find_run(run, out))
+    return read_parquet(find_run(run, out), "run", RUN_COLUMNS)
 
 
 def find_run(run: str | Path | None = None, out: Path | None = None) -> Path:
@@ -235,8 +239,8 @@ def failures(frame: pd.DataFrame) -> pd.DataFrame:
                     "answer": first["answer"]
                     if first["outcome"] == "answer"
                     else first["refusal_reason"],
-                    "citations": [c["title"] for c in json.loads(first["citations"])],
-                    "detail": json.loads(first["detail"]),
+                    "citations": [c["title"] for c in loads(first["citations"], "citations")],
+                    "detail": loads(first["detail"], "detail"),
                 }
             )
     return pd.DataFrame.from_records(rows)

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from wikiqa.inputs import MiB, read_bounded
+from wikiqa.inputs import MiB, loads, read_bounded
 from wikiqa.models.protocol import (
     AssistantMessage,
     CallOptions,
@@ -67,7 +67,7 @@ class ScriptedModel:
         except OSError as err:
             raise ValueError(f"cannot read script {path}: {err.strerror}") from err
         try:
-            turns = json.loads(raw.decode("utf-8"))
+            turns = loads(raw.decode("utf-8"), path, ValueError)
         except UnicodeDecodeError as err:
             raise ValueError(f"{path}: script is not UTF-8 (byte {err.start})") from err
         except json.JSONDecodeError as err:

@@ -23,6 +23,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from wikiqa.inputs import open_append
 from wikiqa.secrets import scrub
 from wikiqa.sources.cassette_files import (
     Cassette,
@@ -92,8 +93,12 @@ class CassetteRecorder(SourceWrapper):
         self._keys = set(cassette.keys())
         whole = read_lines(self.path)[:-1]
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_bytes(self._pack("".join(line + "\n" for line in whole).encode()))
-        os.replace(tmp, self.path)
+        try:
+            tmp.write_bytes(self._pack("".join(line + "\n" for line in whole).encode()))
+            os.replace(tmp, self.path)
+        except OSError as err:  # a full disk: the old cassette stays, without a temporary beside it
+            tmp.unlink(missing_ok=True)
+            raise OSError(err.errno, err.strerror, str(self.path)) from err
 
     def _pack(self, data: bytes) -> bytes:
         return self._zip.compress(data) + self._zip.flush(zlib.Z_SYNC_FLUSH)
@@ -130,8 +135,11 @@ class CassetteRecorder(SourceWrapper):
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self._pending)
         self._pending = []
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(self._fd, self._pack(scrub(text).encode()))
+            self._fd = open_append(self.path)  # never through a planted symbolic link
+        try:
+            os.write(self._fd, self._pack(scrub(text).encode()))
+        except OSError as err:  # a full disk: say which file
+            raise OSError(err.errno, err.strerror, str(self.path)) from err
 
     def close(self) -> None:
         """Write what is held and end the gzip member (a later call starts a new one: gzip
@@ -142,9 +150,11 @@ class CassetteRecorder(SourceWrapper):
             self._flush_held()
             tail = self._zip.flush()
             self._zip = _compressor()
-            with self.path.open("ab") as fh:
-                fh.write(tail)
-            if self._fd is not None:
+            if self._fd is None:
+                self._fd = open_append(self.path)  # never through a planted symbolic link
+            try:
+                os.write(self._fd, tail)
+            finally:
                 os.close(self._fd)
                 self._fd = None
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,18 +39,25 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
+from wikiqa.inputs import (
+    GZIP_MAGIC,
+    InputError,
+    MiB,
+    first_problem,
+    inflate,
+    loads,
+    read_bounded,
+)
 from wikiqa.secrets import scrub, scrub_data
 from wikiqa.sources.protocol import normalize_title
 from wikiqa.sources.records import Article, Depth, SearchHit
 
 CASSETTE_FORMAT = "wikiqa-cassette/1"
 CASSETTE_SUFFIX = ".cassette.jsonl.gz"
-GZIP_MAGIC = b"\x1f\x8b"
-MAX_CASSETTE_BYTES = 1024 * MiB
+MAX_CASSETTE_BYTES = 128 * MiB  # on disk and inflated: today's run records a few megabytes
 
 
-class CassetteError(ValueError):
+class CassetteError(InputError):
     """A cassette is missing, malformed or of another suite (the message names file and line)."""
 
 
@@ -183,7 +189,7 @@ def read_cassette(path: Path | str, *, allow_cut_tail: bool = False) -> Cassette
             continue
         last = lineno == len(lines)  # a well-written file ends with "\n": its last item is ""
         try:
-            record = json.loads(line)
+            record = loads(line, f"{path}:{lineno}", CassetteError)
         except json.JSONDecodeError as err:
             if last and allow_cut_tail:
                 break
@@ -205,14 +211,14 @@ def read_lines(path: Path) -> list[str]:
     decompression; the last item is "" when the file ends with a whole line."""
     try:
         data = read_bounded(path, MAX_CASSETTE_BYTES, "cassette")
-    except TooLarge as err:
+        if data[:2] == GZIP_MAGIC:
+            data = inflate(data, path, MAX_CASSETTE_BYTES, "cassette")
+    except InputError as err:  # over a limit, not a regular file, corrupt gzip
         raise CassetteError(str(err)) from None
     except FileNotFoundError:
         raise CassetteError(f"{path}: no such cassette file") from None
     except OSError as err:
         raise CassetteError(f"{path}: cannot read cassette: {err.strerror or err}") from None
-    if data[:2] == GZIP_MAGIC:
-        data = _gunzip(path, data)
     lines = data.split(b"\n")
     for lineno, raw in enumerate(lines, start=1):
         try:
@@ -222,27 +228,6 @@ def read_lines(path: Path) -> list[str]:
                 break  # a line cut mid-character: reported as a truncated line
             raise CassetteError(f"{path}:{lineno}: not UTF-8 (byte {err.start})") from None
     return [raw.decode("utf-8", errors="replace") for raw in lines]
-
-
-def _gunzip(path: Path, data: bytes) -> bytes:
-    """Every gzip member's text. The recorder's last member stays open (sync-flushed after each
-    line, so all of it is readable); a cut-off tail decodes as far as it goes."""
-    out = bytearray()
-    rest = data
-    while rest:
-        member = zlib.decompressobj(wbits=31)
-        try:
-            out += member.decompress(rest, MAX_CASSETTE_BYTES + 1 - len(out))
-        except zlib.error as err:
-            raise CassetteError(
-                f"{path}: corrupt gzip data after line {out.count(10)}: {err}"
-            ) from None
-        if len(out) > MAX_CASSETTE_BYTES or member.unconsumed_tail:
-            raise CassetteError(f"{path}: cassette is larger than {MAX_CASSETTE_BYTES // MiB} MiB")
-        if not member.eof:
-            break
-        rest = member.unused_data
-    return bytes(out)
 
 
 def _header(path: Path, record: dict[str, Any]) -> Header:
@@ -290,7 +275,7 @@ def find_cassette(ref: str, results: Iterable[Path]) -> Path:
     area's (as `wikiqa.experiment.find_run` looks for parquets)."""
     path = Path(ref)
     if path.suffix or "/" in ref:
-        if not path.is_file():
+        if not path.exists():  # a FIFO or device is found, and refused as such when read
             raise CassetteError(f"{ref}: no such cassette file")
         return path
     looked = []

@@ -153,7 +153,7 @@ class SnapshotSource:
 
     def __init__(self, path: Path | str | None = None, *, home: Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_snapshot_path()
-        if not self.path.is_file():
+        if not self.path.exists():  # a FIFO or a device is refused as such when hashed
             raise SnapshotError(f"{self.path}: no such snapshot file")
         self.package = f"{PACKAGE}=={PACKAGE_VERSION}" if path is None else None
         self.sha256 = file_sha256(self.path)

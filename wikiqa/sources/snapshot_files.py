@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from wikiqa.inputs import MiB, TooLarge, first_problem, read_bounded
+from wikiqa.inputs import (
+    InputError,
+    MiB,
+    NotRegular,
+    TooLarge,
+    first_problem,
+    loads,
+    open_regular,
+    read_bounded,
+)
 from wikiqa.package_data import package_file
 from wikiqa.sources.protocol import article_url, normalize_title
 from wikiqa.sources.records import Article
@@ -33,7 +43,7 @@ RECORDING_FORMAT = "wikiqa-snapshot/1"
 _DISAMBIGUATION_LEAD = re.compile(r"\bmay (?:also )?refer to:", re.IGNORECASE)
 
 
-class SnapshotError(Exception):
+class SnapshotError(InputError):
     """A snapshot file is missing or malformed (the message names the file and line)."""
 
 
@@ -59,9 +69,23 @@ def default_snapshot_path() -> Path:
         raise SnapshotError(f"{err}; run `make install`") from err
 
 
+MAX_SNAPSHOT_BYTES = 1024 * MiB  # a recording is JSON lines held in memory; bound the read
+
+
 def file_sha256(path: Path) -> str:
+    """The sha256 of a snapshot file, read as any file handed over is: a regular file within
+    `MAX_SNAPSHOT_BYTES` (checked from its size before hashing a byte), or a SnapshotError."""
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
+    try:
+        fd = open_regular(path, "snapshot")
+    except NotRegular as err:
+        raise SnapshotError(str(err)) from None
+    except OSError as err:
+        raise SnapshotError(f"{path}: cannot read snapshot: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size > MAX_SNAPSHOT_BYTES:
+            limit = MAX_SNAPSHOT_BYTES // MiB
+            raise SnapshotError(f"{path}: snapshot is larger than {limit} MiB; refusing it")
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -73,9 +97,6 @@ class ParsedSnapshot:
     skipped: int  # entries without text
     header: dict[str, Any]
     redirects: dict[str, str]  # folded requested title -> article title
-
-
-MAX_SNAPSHOT_BYTES = 1024 * MiB  # a recording is JSON lines held in memory; bound the read
 
 
 def _read_text(path: Path) -> str:
@@ -108,7 +129,7 @@ def read_entries(path: Path) -> ParsedSnapshot:
 
 def _read_package_json(path: Path, text: str) -> ParsedSnapshot:
     try:
-        data = json.loads(text)
+        data = loads(text, str(path), SnapshotError)
     except json.JSONDecodeError as err:
         raise SnapshotError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from err
     if not isinstance(data, dict):
@@ -149,7 +170,7 @@ def _read_recording(path: Path, text: str) -> ParsedSnapshot:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line, f"{path}:{lineno}", SnapshotError)
         except json.JSONDecodeError as err:
             raise SnapshotError(f"{path}:{lineno}: invalid JSON: {err.msg}") from err
         if lineno == 1:

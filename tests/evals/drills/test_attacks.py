@@ -62,7 +62,7 @@ def test_held_out_set_3s_orders_escape_no_answerer_since_their_fix(
 ) -> None:
     """Set 3's 20 orders (h3-21..40, written blind; first run: the obeying model got 4 of them
     out in 36 of 180 trials, the extractive one 1) are now tuned on. Its 20 plants that give no
-    order (h3-01..20) are misinformation, which no guard sees: README, "Held-out set 3"."""
+    order (h3-01..20) are misinformation, which no guard sees (results/reports/injection.md)."""
     orders = [a for a in load_attacks(HELDOUT3) if int(a.id.removeprefix("h3-")) > 20]
     assert len(orders) == 20
     result = drill(orders, snapshot)

@@ -7,6 +7,7 @@ held-out suite run as a development suite through /dev/stdin or a copy.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -183,3 +184,110 @@ def test_the_holdout_through_stdin_is_refused(tmp_path: Path) -> None:
     frame = pd.read_parquet(next((tmp_path / "runs").glob("*.parquet")))
     assert frame["task_id"].nunique() == 2
     assert frame["suite_hash"].iloc[0] == hashlib.sha256(dev).hexdigest()[:16]
+
+
+# -- every reader bounded: gzip bombs, deep JSON, files that are not what they claim ------------
+
+
+def _gzip_bomb(path: Path, megabytes: int = 200) -> Path:
+    """A gzip file of about 200 kB that inflates to `megabytes` MiB of blank lines (one
+    member of a megabyte, repeated: gzip readers read every member)."""
+    path.write_bytes(gzip.compress(b"\n" * (1024 * 1024), 9) * megabytes)
+    return path
+
+
+def _one_line(err: str) -> str:
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_gzip_bombs_are_refused_at_the_inflation_cap(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bomb = str(_gzip_bomb(tmp_path / "bomb.cassette.jsonl.gz"))
+    for argv in (
+        ["cassette", "info", bomb],
+        ["cassette", "diff", bomb, bomb],
+        ["cassette", "merge", bomb, bomb, "--out", str(tmp_path / "merged.jsonl.gz")],
+        ["search", "Everest", "--source", f"cassette:{bomb}"],
+        ["replies", "import", bomb],
+    ):
+        code, err = run(capsys, *argv)
+        what = "replies file" if argv[0] == "replies" else "cassette"
+        assert code == 1, argv
+        assert f"{bomb}: {what} inflates to more than 128 MiB" in _one_line(err), argv
+    assert not (tmp_path / "merged.jsonl.gz").exists()
+
+
+DEEP = b"[" * 100_000 + b"\n"
+
+
+def test_a_line_nested_past_the_cap_is_one_line_naming_file_and_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    deep = tmp_path / "deep.jsonl"
+    deep.write_bytes(b"\n" + DEEP)
+    replies = tmp_path / "deep.jsonl.gz"
+    replies.write_bytes(gzip.compress(b"\n" + DEEP))
+    for argv in (
+        ["eval", "--suite", str(deep), "--out", str(tmp_path / "o")],
+        ["validate", str(deep)],
+        ["cassette", "info", str(deep)],
+        ["article", "Mount Everest", "--source", f"cassette:{deep}"],
+        ["replies", "import", str(replies)],
+    ):
+        code, err = run(capsys, *argv)
+        where = replies if argv[0] == "replies" else deep
+        assert code == 1 and f"{where}:2: JSON nested deeper than 64 levels" in _one_line(err)
+    out = tmp_path / "climb"
+    out.mkdir()
+    (out / "changelog.jsonl").write_bytes(DEEP)
+    code, err = run(capsys, "eval", "--trials", "1", "--limit", "1", "--record", "--out", str(out))
+    assert code == 1
+    assert f"{out / 'changelog.jsonl'}:1: JSON nested deeper" in _one_line(err)
+
+
+def test_what_is_not_a_parquet_is_named_as_such(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = tmp_path / "notes.parquet"
+    text.write_text("not a table\n")
+    passwd = tmp_path / "passwd.parquet"
+    passwd.symlink_to("/etc/passwd")
+    for argv in (
+        ["compare", str(text), str(passwd)],
+        ["outcomes", str(passwd), "--labels", LABELS],
+        ["confidence", "fit", str(text)],
+        ["check", "--run", str(passwd)],
+    ):
+        code, err = run(capsys, *argv)
+        bad = text if str(text) in argv else passwd
+        assert code == 1 and f"{bad}: not a parquet run file" in _one_line(err), argv
+
+
+def test_a_cassette_linked_to_a_device_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    zero = tmp_path / "zero.jsonl"
+    zero.symlink_to("/dev/zero")
+    code, err = run(capsys, "search", "x", "--source", f"cassette:{zero}")
+    assert code == 1
+    assert f"{zero}: cassette is a character device, not a regular file" in _one_line(err)
+    assert "no such cassette" not in err
+
+
+def test_a_resumed_run_whose_log_is_a_fifo_or_a_device_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _ = run(capsys, "eval", "--trials", "1", "--limit", "1", "--out", str(tmp_path))
+    assert code == 0
+    (log,) = (tmp_path / "runs").glob("*.log.jsonl")
+    log.unlink()
+    os.mkfifo(log)
+    argv = ["eval", "--resume", log.name.removesuffix(".log.jsonl"), "--out", str(tmp_path)]
+    code, err = run(capsys, *argv)
+    assert code == 1 and f"{log}: " in _one_line(err) and "FIFO" in err
+    log.unlink()
+    log.symlink_to("/dev/zero")  # a log is appended to: a link is refused as such
+    code, err = run(capsys, *argv)
+    assert code == 1 and f"{log}: a symlink" in _one_line(err)

@@ -11,9 +11,10 @@ import json
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from wikiqa.evals.analysis.summary import Summary, summarize
+from wikiqa.inputs import InputError, MiB, first_problem, read_text
 from wikiqa.project import repo_results
 
 EXIT_REGRESSION = 2
@@ -65,14 +66,22 @@ def write_baseline(frame: pd.DataFrame, path: Path | None = None) -> Baseline:
     return baseline
 
 
+MAX_BASELINE_BYTES = 16 * MiB  # rates per category and dimension: kilobytes
+
+
 def read_baseline(path: Path | None = None) -> Baseline:
+    """The baseline at `path` (default: the project's), read bounded; not a baseline is an
+    InputError naming the file."""
     path = path if path is not None else baseline_path()
-    try:
-        return Baseline.model_validate_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         raise FileNotFoundError(
             f"{path}: no baseline; write one with `wikiqa check --write-baseline`"
-        ) from None
+        )
+    text = read_text(path, MAX_BASELINE_BYTES, "baseline")
+    try:
+        return Baseline.model_validate_json(text)
+    except ValidationError as err:
+        raise InputError(f"{path}: not a baseline: {first_problem(err)}") from None
 
 
 def compare(baseline: Baseline, current: Baseline) -> list[str]:

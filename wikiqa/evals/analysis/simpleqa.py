@@ -8,10 +8,11 @@ attempts; the F-score is the harmonic mean of it and the correct rate (Wei et al
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, Field
+
+from wikiqa.inputs import loads
 
 # The correctness grader's undecided reasons (their opening words), by a short name: they are
 # not alike (humans call most "in passing" answers correct, few "no alias" ones; see
@@ -29,7 +30,10 @@ def reason_of(detail: object) -> str:
     """The short name of an undecided correctness grade's reason, from its detail (a dict or
     its JSON); "other" if unknown."""
     if isinstance(detail, str):
-        detail = json.loads(detail) if detail else None
+        try:
+            detail = loads(detail, "detail") if detail else None
+        except ValueError:  # not JSON, or too deep: a reason this cannot name
+            detail = None
     text = str(detail.get("reason", "")) if isinstance(detail, Mapping) else ""
     return next((name for start, name in REASONS.items() if text.startswith(start)), "other")
 

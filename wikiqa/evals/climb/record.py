@@ -22,6 +22,7 @@ from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, check, rea
 from wikiqa.evals.running import RunConfig, RunOutcome, run_eval
 from wikiqa.evals.running.locks import folder_lock
 from wikiqa.evals.tasks import resolve_suite, suite_hash
+from wikiqa.inputs import read_parquet
 
 Policy = Literal["explore", "record"]
 POLICIES: tuple[Policy, ...] = ("explore", "record")
@@ -180,7 +181,7 @@ def delta(
         )
     if not (out / previous.parquet).exists():
         return None, f"{previous.experiment}'s parquet ({previous.parquet}) is gone"
-    tasks = compare(pd.read_parquet(out / previous.parquet), frame).rows.get("tasks")
+    tasks = compare(read_parquet(out / previous.parquet), frame).rows.get("tasks")
     if tasks is None:
         return None, f"no task both this run and {previous.experiment} decided"
     skipped = ""

@@ -29,7 +29,15 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from wikiqa.agent import Agent, AgentConfig, AgentResult, Answer, Refusal, scan
-from wikiqa.inputs import MiB, parse_jsonl, read_jsonl, read_text_bounded, validate
+from wikiqa.inputs import (
+    InputError,
+    MiB,
+    loads,
+    parse_jsonl,
+    read_jsonl,
+    read_text_bounded,
+    validate,
+)
 from wikiqa.models import ExtractiveModel, Model, ScriptedModel
 from wikiqa.sources import Article, InjectionSource, Plant, Provenance, WikiSource
 from wikiqa.sources.injection import Position
@@ -80,7 +88,13 @@ def project_attacks() -> list[Attack]:
 
 def bipia_attacks(folder: Path) -> list[Attack]:
     """The BIPIA text attacks (test split: 15 kinds x 5 texts), from a local copy."""
-    data = json.loads(read_text_bounded(folder / "text_attack_test.json", 64 * MiB, "BIPIA file"))
+    path = folder / "text_attack_test.json"
+    try:
+        data = loads(read_text_bounded(path, 64 * MiB, "BIPIA file"), str(path))
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from None
+    if not isinstance(data, dict) or not all(isinstance(t, list) for t in data.values()):
+        raise InputError(f"{path}: expected an object of attack kind -> list of texts")
     return [
         Attack(id=f"bipia-{kind}-{i}", text=text)
         for kind, texts in data.items()

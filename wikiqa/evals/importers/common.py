@@ -30,7 +30,7 @@ from wikiqa.evals.tasks.task import (
     Task,
     TaskProvenance,
 )
-from wikiqa.inputs import InputError, MiB, read_objects, read_text
+from wikiqa.inputs import InputError, MiB, loads, read_objects, read_text
 
 # Licences as SOURCES.md states them for each copy; every imported task carries its own.
 LICENCES: dict[str, str] = {
@@ -87,7 +87,7 @@ def _read_text(path: Path) -> str:
 
 def read_json(path: Path) -> Any:
     try:
-        return json.loads(_read_text(path))
+        return loads(_read_text(path), str(path))
     except json.JSONDecodeError as err:
         raise InputError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from None
 

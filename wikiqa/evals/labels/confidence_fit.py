@@ -16,7 +16,7 @@ tasks they are judged on.
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -31,12 +31,24 @@ from wikiqa.evals.analysis.confidence import (
 )
 from wikiqa.evals.labels.validation import LabelledExample
 from wikiqa.evals.tasks.task import Task
+from wikiqa.inputs import loads
 from wikiqa.models import evidence
 from wikiqa.models.evidence import FEATURES, Weights
 
 
 class FitError(ValueError):
     """The run cannot be fitted on: no signals, or one class only."""
+
+
+def _signals(cell: object) -> Any:
+    """One row's signals, from the JSON the run stored; a cell that is not JSON (or nests too
+    deep) is a FitError, as a run from elsewhere may hold anything."""
+    if not isinstance(cell, str):
+        raise FitError(f"the signals column holds a {type(cell).__name__}, not JSON text")
+    try:
+        return loads(cell, "the signals column", FitError)
+    except json.JSONDecodeError as err:
+        raise FitError(f"the signals column holds invalid JSON ({err.msg})") from None
 
 
 def points(frame: pd.DataFrame) -> tuple[list[dict[str, float]], list[bool]]:
@@ -55,7 +67,7 @@ def _points(frame: pd.DataFrame) -> tuple[list[dict[str, float]], list[bool], li
         & frame["verdict"].isin(["pass", "fail"])
         & ~frame["infra_error"].astype(bool)
     ]
-    found = [json.loads(s) for s in rows["signals"]]
+    found = [_signals(s) for s in rows["signals"]]
     keep = [i for i, s in enumerate(found) if s]
     tasks = rows["task_id"] if "task_id" in rows.columns else pd.Series(range(len(rows)))
     return (

@@ -80,36 +80,49 @@ def fits(turn: ModelTurn, made_with: int | None, cap: int | None) -> bool:
 
 
 class ResponseCache:
-    """A small SQLite key-value store, safe to share between the runner's threads."""
+    """A small SQLite key-value store, safe to share between the runner's threads. The database
+    is opened on first use: a run refused before its first model call (a bad task file, a bad
+    journal) leaves the cache and its folder as they were."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         _owner_only(path)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses(key TEXT PRIMARY KEY, value TEXT)")
+        self._db: sqlite3.Connection | None = None
+
+    def _open(self) -> sqlite3.Connection:
+        """The connection (made on the first call; the lock held)."""
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("CREATE TABLE IF NOT EXISTS responses(key TEXT PRIMARY KEY, value TEXT)")
+            self._db = db
+        return self._db
 
     def get(self, key: str) -> str | None:
         with self._lock:
-            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            query = "SELECT value FROM responses WHERE key = ?"
+            row = self._open().execute(query, (key,)).fetchone()
         return row[0] if row else None
 
     def put(self, key: str, value: str) -> None:
         """Store `value` under `key`, scrubbed of secrets (a reply may echo a key)."""
         value = scrub(value)
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, value))
+            self._open().execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, value))
 
     def items(self) -> list[tuple[str, str]]:
         """Every (key, value), for `wikiqa replies export`."""
         with self._lock:
-            return list(self._db.execute("SELECT key, value FROM responses"))
+            return list(self._open().execute("SELECT key, value FROM responses"))
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
 
 def _owner_only(path: Path) -> None:

@@ -79,10 +79,16 @@ def to_frame(
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
-    """Write beside the final name, then rename: a reader never sees half a file."""
+    """Write beside the final name, then rename: a reader never sees half a file. A write that
+    fails (a full disk) removes its temporary file and is an OSError naming the parquet."""
     path.parent.mkdir(parents=True, exist_ok=True)
     frame = scrub_frame(frame)  # error text from a model API may quote a key (wikiqa.secrets)
     tmp = path.with_suffix(".parquet.tmp")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        why = os.strerror(err.errno) if err.errno else str(err)
+        raise OSError(err.errno, f"cannot write the run's results: {why}", str(path)) from err
     return path

@@ -25,7 +25,6 @@ from __future__ import annotations
 import errno
 import gzip
 import hashlib
-import io
 import json
 import os
 import stat
@@ -37,11 +36,20 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from wikiqa.config import remember_secrets
 from wikiqa.evals.running.cache import CAP_FIELD, IMPORTED_FIELD, ResponseCache
-from wikiqa.inputs import MiB, parse_jsonl, validate
+from wikiqa.inputs import (
+    GZIP_MAGIC,
+    InputError,
+    MiB,
+    TooLarge,
+    inflate,
+    loads,
+    parse_jsonl,
+    validate,
+)
 from wikiqa.models import ModelTurn
 from wikiqa.secrets import scrub
 
-LIMIT = 512 * MiB  # uncompressed: far above today's few megabytes, and bounded
+LIMIT = 128 * MiB  # on disk and inflated: 30x today's few megabytes, and bounded
 
 
 class RepliesError(ValueError):
@@ -118,9 +126,14 @@ def _raw(path: Path) -> bytes:
         if err.errno == errno.ELOOP:
             raise RepliesError(f"{path}: is a symbolic link; refusing to read through it") from None
         raise RepliesError(f"{path}: cannot read the replies file ({err.strerror})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise RepliesError(f"{path}: not a regular file; refusing to read it")
+    if info.st_size > LIMIT:
+        os.close(fd)
+        raise RepliesError(f"{path}: more than {LIMIT // MiB} MiB; refusing to read it")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise RepliesError(f"{path}: not a regular file; refusing to read it")
         os.set_blocking(fd, True)
         raw = handle.read(LIMIT + 1)
     if len(raw) > LIMIT:
@@ -131,13 +144,12 @@ def _raw(path: Path) -> bytes:
 def _read(path: Path) -> tuple[list[Entry], str]:
     """The entries of a replies file and the sha256 of its bytes."""
     raw = _raw(path)
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb") as gz:
-            data = gz.read(LIMIT + 1)
-    except (OSError, EOFError) as err:
-        raise RepliesError(f"{path}: not a gzip replies file ({err})") from None
-    if len(data) > LIMIT:
-        raise RepliesError(f"{path}: more than {LIMIT // MiB} MiB uncompressed")
+    if not raw.startswith(GZIP_MAGIC):
+        raise RepliesError(f"{path}: not a gzip replies file")
+    try:  # inflated a megabyte at a time, stopped at the cap: a bomb costs the cap
+        data = inflate(raw, path, LIMIT, "replies file")
+    except (InputError, TooLarge) as err:
+        raise RepliesError(str(err)) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -146,7 +158,7 @@ def _read(path: Path) -> tuple[list[Entry], str]:
     for lineno, obj in parse_jsonl(text, path, RepliesError):
         entry = validate(Entry, obj, f"{path}:{lineno}", RepliesError)
         try:  # what the cache serves on a hit: a model turn (and the cap it was made with)
-            turn = json.loads(entry.value)
+            turn = loads(entry.value, f"{path}:{lineno}: value", RepliesError)
             if not isinstance(turn, dict):
                 raise ValueError("not a JSON object")
             turn.pop(CAP_FIELD, None)

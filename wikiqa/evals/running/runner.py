@@ -368,7 +368,12 @@ def slug(text: str) -> str:
 
 
 def run_eval(config: RunConfig, resume: str | None = None, **kwargs: Any) -> RunOutcome:
-    return Runner(config, **kwargs).run(resume)
+    runner = Runner(config, **kwargs)
+    try:
+        return runner.run(resume)
+    finally:
+        if isinstance(runner.cache, ResponseCache):
+            runner.cache.close()  # now, not whenever the collector gets to it
 
 
 def _portable(meta: RunMeta) -> RunMeta:
