@@ -3,7 +3,7 @@
 Each field is a lever with its default, its rule (the pydantic constraint) and a one-line help
 (its description). Everything else derives from these fields: the `Agent` reads them, the run
 configuration holds one, the CLI's flags and the step notebooks' parameters are generated from
-them (`wikiqa.cli.common.add_agent_flags`, `wikiqa.experiment.params`), and the parameters hash
+them (`add_flags` below, `wikiqa.experiment.params`), and the parameters hash
 and the resume check compare them. Adding a lever is one field here plus the code that uses it.
 
 A model spec names only a model and how to reach it (and that provider's own options, such as
