@@ -1,11 +1,14 @@
-"""Test helpers for run logs: cut one short as a kill would, read its trial keys."""
+"""Test helpers for run logs: cut one short as a kill would, read its trial keys, rewrite one as
+an attacker who knows the format would (every chain recomputed)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from wikiqa.evals.running.runlog import log_path
+from wikiqa.evals.running.runlog import FORMAT, _canonical, _link, log_path
 
 
 def cut_after(out: Path, run_id: str, trials: int, fragment: int = 0) -> Path:
@@ -29,3 +32,16 @@ def trial_keys(path: Path) -> list[tuple[str, int]]:
         if body.get("kind") == "trial":
             keys.append((body["record"]["task_id"], body["record"]["trial"]))
     return keys
+
+
+def rechained(text: str, edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> str:
+    """A log's text with `edit` applied to its line bodies and every chain recomputed."""
+    bodies = [json.loads(line) for line in text.splitlines()]
+    for body in bodies:
+        body.pop("chain")
+    chain, lines = FORMAT, []
+    for body in edit(bodies):
+        line = _canonical(body)
+        chain = _link(chain, line)
+        lines.append(line[:-1] + f',"chain":"{chain}"}}')
+    return "\n".join(lines) + "\n"

@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 
 from tests.evals.tasks.test_tasks import GOOD
+from tests.runlogs import rechained
 from wikiqa.inputs import MiB
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,18 +227,12 @@ def good_files(folder: Path, log: Path) -> dict[str, bytes]:
 def _as_run(log: Path, run_id: str) -> bytes:
     """A run log's bytes with its header naming `run_id`, the chain made again (a log is
     resumed by the name its header gives)."""
-    from wikiqa.evals.running.runlog import FORMAT, _canonical, _link
 
-    chain, lines = FORMAT, []
-    for line in log.read_text(encoding="utf-8").splitlines():
-        body = json.loads(line)
-        body.pop("chain")
-        if body["kind"] == "header":
-            body["meta"]["run_id"] = run_id
-        text = _canonical(body)
-        chain = _link(chain, text)
-        lines.append(text[:-1] + f',"chain":"{chain}"}}')
-    return ("\n".join(lines) + "\n").encode()
+    def rename(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        bodies[0]["meta"]["run_id"] = run_id
+        return bodies
+
+    return rechained(log.read_text(encoding="utf-8"), rename).encode()
 
 
 def _bomb(path: Path, megabytes: int) -> None:

@@ -10,7 +10,6 @@ the model, judge or source (and so never where a key is sent), and never supplie
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import threading
 from collections.abc import Iterator
@@ -20,11 +19,11 @@ from typing import Any, ClassVar
 
 import pytest
 
+from tests.runlogs import rechained
 from wikiqa.cli.main import main
 from wikiqa.evals import RunConfig, RunLog, RunLogError, evaluate, log_path, run_eval
 from wikiqa.evals.running.locks import Busy, folder_lock, run_lock
 from wikiqa.evals.running.regrade import regrade
-from wikiqa.evals.running.runlog import FORMAT, _canonical, _link
 from wikiqa.project import project_root
 
 COMMITTED = "20261201T103646Z-09-qwen-baseline-c84497"  # Qwen on dev, 41 tasks x 3 trials
@@ -59,17 +58,8 @@ def world(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def rechain(path: Path, edit: Any) -> None:
-    """Rewrite a log as an attacker who knows the format would: `edit` maps the list of line
-    bodies to new ones, and every chain is recomputed."""
-    bodies = [json.loads(line) for line in path.read_text().splitlines()]
-    for body in bodies:
-        body.pop("chain")
-    chain, lines = FORMAT, []
-    for body in edit(bodies):
-        text = _canonical(body)
-        chain = _link(chain, text)
-        lines.append(text[:-1] + f',"chain":"{chain}"}}')
-    path.write_text("\n".join(lines) + "\n")
+    """Rewrite a log as an attacker who knows the format would (`tests.runlogs.rechained`)."""
+    path.write_text(rechained(path.read_text(), edit))
 
 
 class Listener(BaseHTTPRequestHandler):
