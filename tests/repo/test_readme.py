@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Needs a network, a key, a server, data outside the repository, or stands for a value to fill in.
 SKIP = re.compile(
     r"live|anthropic:|openai:|local-model|\bserve\b|RUN_ID|RUN_A|\[|path/to/|\.\./shared|"

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.test_providers import anthropic_message, scripted_transport, tool_use
+from tests.models.test_providers import anthropic_message, scripted_transport, tool_use
 from wikiqa.api.app import create_app
 from wikiqa.config import Settings
 from wikiqa.evals import RunConfig, run_eval

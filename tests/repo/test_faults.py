@@ -13,14 +13,14 @@ import requests
 import responses
 
 from tests.conftest import dns_failure
-from tests.test_live import API, mw
-from tests.test_providers import (
+from tests.models.test_providers import (
     anthropic_error,
     anthropic_message,
     claude,
     scripted_transport,
     tool_use,
 )
+from tests.sources.test_live import API, mw
 from wikiqa.agent import Agent, Refusal
 from wikiqa.cli import main
 from wikiqa.models import ExtractiveModel
