@@ -114,6 +114,7 @@ def test_persistently_malformed_tool_calls_never_become_an_answer(tiny: Snapshot
     )
 
 
+@pytest.mark.slow
 def test_eval_reports_outages_apart_and_resume_completes_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -147,6 +148,7 @@ def test_eval_reports_outages_apart_and_resume_completes_them(
     assert "4 trials run now" in captured.out and "infrastructure errors 0" in captured.out
 
 
+@pytest.mark.slow
 def test_a_run_that_met_only_outages_is_never_recorded_and_names_its_cause(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -172,6 +174,7 @@ def test_a_run_that_met_only_outages_is_never_recorded_and_names_its_cause(
     assert not (out / "changelog.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_run_reports_as_it_goes_and_tells_the_first_outage_at_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

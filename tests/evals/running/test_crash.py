@@ -33,6 +33,7 @@ def _keys(journal: Path) -> list[tuple[str, int]]:
     return keys
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 def test_sigkill_mid_run_then_resume(tmp_path: Path, session_home: Path) -> None:
     out = tmp_path / "out"
