@@ -38,6 +38,14 @@ def _home(factory: pytest.TempPathFactory) -> Path:
     return home
 
 
+@pytest.hookimpl(trylast=True)  # after the tmp_path plugin's
+def pytest_configure(config: pytest.Config) -> None:
+    # Hypothesis keeps its caches (examples, the constants it finds in modules) in ./.hypothesis
+    # unless told otherwise, from collection on: not in the checkout.
+    factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(factory.getbasetemp() / "hypothesis")
+
+
 @pytest.fixture(scope="session")
 def session_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _home(tmp_path_factory)
@@ -54,14 +62,6 @@ def _isolated_home(
     monkeypatch.delenv("WIKIQA_LIVE_HOST", raising=False)
     monkeypatch.delenv("WIKIQA_ALLOW_ANY_HOST", raising=False)
     yield
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _hypothesis_home(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Hypothesis keeps its caches in `./.hypothesis` unless told otherwise: not in the checkout."""
-    from hypothesis.configuration import set_hypothesis_home_dir
-
-    set_hypothesis_home_dir(tmp_path_factory.mktemp("hypothesis"))
 
 
 @pytest.fixture(scope="session")
