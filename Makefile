@@ -28,14 +28,15 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-# Every test, and every offline notebook executed by nbval, in one pytest run on two xdist
-# workers (tests/conftest.py schedules them: slow tests first; the notebooks, in order, on one
-# worker, writing their runs to a scratch folder, never into results/; the run fails if any
-# file under the checkout changed); then the regression gate: the offline dev run against the
-# baseline.
+# Every test, and every offline step notebook executed by nbval, in one pytest run on two
+# xdist workers (tests/conftest.py schedules them: slow tests first, a notebook's cells in order
+# on one worker; the steps write their runs to a scratch folder, never into results/; the run
+# fails if any file under the checkout changed). The notebooks in notebooks/ are executed (and
+# rendered) by tests/repo/test_rendered.py over recorded steps. Then the regression gate: the
+# offline dev run against the baseline.
 XDIST := -n 2
 test: lint typecheck
-	$(BIN)/pytest $(XDIST) --durations=15 --nbval-lax tests experiments notebooks \
+	$(BIN)/pytest $(XDIST) --durations=15 --nbval-lax tests experiments \
 		--ignore=experiments/03_local_llm.ipynb --ignore-glob="experiments/*_qwen_*.ipynb"
 	$(BIN)/wikiqa check
 

@@ -6,7 +6,7 @@ session its own index home (`WIKIQA_HOME`); steps run in a project copied outsid
 
 Tiers: `slow` marks what runs a notebook, papermill, a subprocess, a server, a bench, a fuzzer or
 a scan of the whole snapshot. `make test-fast` leaves those out; `make test` runs everything,
-nbval's notebooks included, on two xdist workers (`pytest_xdist_make_scheduler`, below).
+nbval's step notebooks included, on two xdist workers (`pytest_xdist_make_scheduler`, below).
 """
 
 from __future__ import annotations
@@ -218,8 +218,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if notebooks:
         # nbval's kernels start from this environment (this directory's fixtures and runtest
         # hooks do not reach experiments/): offline with this session's index, writing their
-        # runs into one scratch folder, never into the checkout's results/ (notebooks/ read
-        # the runs the steps wrote there)
+        # runs into a scratch folder, never into the checkout's results/
         factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
         os.environ["WIKIQA_HOME"] = str(_home(factory))
         os.environ["WIKIQA_RESULTS"] = str(factory.getbasetemp() / "nbval-results")
@@ -231,18 +230,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Each test is a unit of work of its own, but a test file with a module-scoped fixture
-    (built once) goes to one worker whole, and so do the notebooks nbval executes: a
-    notebook's cells share one kernel, in order, and notebooks/ read the runs the steps in
-    experiments/ wrote before them. Bigger units first, then slow before fast (the
-    collection's order, above)."""
+    (built once) goes to one worker whole, and so does each notebook nbval executes (its cells
+    share one kernel, in order). Bigger units first, then slow before fast (the collection's
+    order, above)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class Scheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist ships no types
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            if path.endswith(".ipynb"):
-                return "nbval"
-            return path if _has_module_fixture(path) else nodeid
+            whole = path.endswith(".ipynb") or _has_module_fixture(path)
+            return path if whole else nodeid
 
     return Scheduling(config, log)
 

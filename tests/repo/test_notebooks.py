@@ -1,8 +1,9 @@
 """Notebooks: committed clean, one parameters cell each, and the numbers each step records.
 
-nbval executes every notebook offline in `make test` (`pytest --nbval-lax ... experiments
-notebooks`); here steps 00-02, run once per session through papermill with one trial
-(`recorded_steps`, tests/conftest.py), are asserted on by what they recorded in the change log.
+In `make test` nbval executes every offline step (`pytest --nbval-lax ... experiments`) and
+tests/repo/test_rendered.py the notebooks in notebooks/; here steps 00-02, run once per session
+through papermill with one trial (`recorded_steps`, tests/conftest.py), are asserted on by what
+they recorded in the change log.
 """
 
 from __future__ import annotations

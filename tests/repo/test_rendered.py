@@ -1,5 +1,8 @@
 """What a reader sees (issue 25): every notebook in notebooks/ and one executed step, rendered to
-HTML as nbconvert does, with no traceback and no absolute machine path anywhere in it."""
+HTML as nbconvert does, with no traceback and no absolute machine path anywhere in it.
+
+This is where `make test` executes the notebooks in notebooks/ (its nbval run executes the
+steps in experiments/): papermill stops on a cell's error, as nbval does."""
 
 from __future__ import annotations
 
