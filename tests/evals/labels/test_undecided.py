@@ -129,6 +129,7 @@ def test_run_outcomes_take_each_tasks_majority_and_its_reason() -> None:
     assert only.tasks == 4 and by_reason == {"alias in passing": 1}
 
 
+@pytest.mark.slow
 def test_outcomes_cli_prints_the_estimate_and_refuses_bad_input(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     runs.mkdir()

@@ -22,6 +22,7 @@ ARGS = ["--trials", str(TRIALS), "--limit", str(TASKS), "--model", "extractive:d
 RUN_SPECIFIC = ["run_id", "created_at", "latency_ms", "git_sha"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 def test_sigkill_mid_run_then_resume(tmp_path: Path, session_home: Path) -> None:
     out = tmp_path / "out"

@@ -17,6 +17,7 @@ from wikiqa.evals.running.served import ServedModel, canonical_spec, is_served
 from wikiqa.experiment.params import ParameterError, parameters
 
 
+@pytest.mark.slow
 def test_the_local_executor_runs_without_importing_ray(tmp_path: Path) -> None:
     code = (
         "import sys; from wikiqa.evals import RunConfig, run_eval; "

@@ -57,6 +57,7 @@ def _fifo_and_zero(tmp_path: Path) -> tuple[Path, Path]:
     return fifo, bipia
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "what"),
     [
@@ -165,6 +166,7 @@ def test_a_copy_of_the_holdout_is_still_the_holdout(
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow
 def test_the_holdout_through_stdin_is_refused(tmp_path: Path) -> None:
     held = (suites_dir() / "holdout.jsonl").read_bytes()
     proc = subprocess.run(

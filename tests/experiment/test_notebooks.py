@@ -21,6 +21,7 @@ EXPERIMENTS = experiments_dir()
 SMALL = {"TRIALS": 1, "LIMIT": 2}
 
 
+@pytest.mark.slow
 def test_a_step_run_by_plain_papermill_is_exploratory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -42,6 +43,7 @@ def test_a_step_run_by_plain_papermill_is_exploratory(
     assert "exploratory (not recorded)" in text and "08_injection_defences" not in text
 
 
+@pytest.mark.slow
 def test_a_failed_run_never_overwrites_the_earlier_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,6 +26,9 @@ from wikiqa.evals import TaskError, load_tasks
 from wikiqa.models import ExtractiveModel
 from wikiqa.sources import SnapshotSource
 
+# 300 examples a property: the slow tier
+pytestmark = pytest.mark.slow
+
 FUZZ = settings(
     max_examples=300, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck)
 )

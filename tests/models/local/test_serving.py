@@ -44,6 +44,7 @@ def _alive(pid: int) -> bool:
     return not (stat.exists() and stat.read_text().split(") ", 1)[1].startswith("Z"))
 
 
+@pytest.mark.slow
 def test_a_watched_child_outlives_nothing_once_its_parent_is_killed() -> None:
     run = subprocess.Popen([sys.executable, "-c", _RUN], stdout=subprocess.PIPE, text=True)
     assert run.stdout is not None

@@ -56,6 +56,7 @@ def test_a_refusal_and_a_rejected_answer_are_left_as_they_are(tiny: SnapshotSour
     assert not [e for e in result.trace if e.summary.startswith("abstained")]
 
 
+@pytest.mark.slow
 def test_a_threshold_outside_zero_to_one_is_an_error(tiny: SnapshotSource) -> None:
     with pytest.raises(ValueError, match="less than or equal to 1"):
         Agent(ScriptedModel([]), tiny, AgentConfig(abstain_below=1.5))

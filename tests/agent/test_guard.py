@@ -45,6 +45,7 @@ def test_scan_collects_urls_and_domains_from_instructions() -> None:
     assert {"https://evil.example.org/x?y=1", "evil.example.net"} <= urls
 
 
+@pytest.mark.slow
 def test_scan_has_no_false_positives_on_snapshot_prose(snapshot: SnapshotSource) -> None:
     titles = list(snapshot.titles())[::5]  # 2,007 articles, about 10,000 sentences
     flagged = [f for t in titles for f in scan(snapshot.get_article(t))]  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ from wikiqa.retry import RetryPolicy
 from wikiqa.sources import SnapshotSource
 
 FAKE_KEY = "test-anthropic-key-never-shown"
-LIVE = Path(__file__).parent / "data" / "live"
+LIVE = Path(__file__).parents[1] / "data" / "live"
 
 
 def live(name: str) -> dict[str, Any]:

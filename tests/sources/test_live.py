@@ -19,8 +19,8 @@ from wikiqa.sources import SourceUnavailable
 from wikiqa.sources.live import LiveSource, check_host
 
 API = "https://en.wikipedia.org/w/api.php"
-MW = Path(__file__).parent / "data" / "mediawiki"
-REAL = Path(__file__).parent / "data" / "live"  # bodies Wikipedia really sent (README there)
+MW = Path(__file__).parents[1] / "data" / "mediawiki"
+REAL = Path(__file__).parents[1] / "data" / "live"  # bodies Wikipedia really sent (README there)
 
 
 def mw(name: str) -> dict[str, Any]:

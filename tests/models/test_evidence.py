@@ -159,6 +159,7 @@ def test_the_shipped_weights_say_what_they_were_fitted_on() -> None:
     assert 0.0 < weights.review_below < 1.0
 
 
+@pytest.mark.slow
 def test_confidence_fit_cli_prints_weights_and_refuses_bad_input(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -289,6 +290,7 @@ def test_cross_validation_scores_each_task_with_weights_that_never_saw_it() -> N
         cross_validate(separable, folds=50)
 
 
+@pytest.mark.slow
 def test_confidence_fit_cli_chooses_l2_by_cross_validation(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     runs.mkdir()

@@ -20,7 +20,8 @@ import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.test_providers import anthropic_message, scripted_transport, tool_use
+from tests.conftest import SECRETS
+from tests.models.test_providers import anthropic_message, scripted_transport, tool_use
 from wikiqa.api.app import create_app
 from wikiqa.config import Settings
 from wikiqa.evals import RunConfig, run_eval
@@ -31,12 +32,6 @@ from wikiqa.retry import RetryPolicy
 from wikiqa.sources import SnapshotSource
 
 EXPERIMENTS = experiments_dir()
-SECRETS = {
-    "WIKIQA_ANTHROPIC_API_KEY": "test-wikiqa-anthropic-key-0000000000000000",
-    "ANTHROPIC_API_KEY": "test-anthropic-key-1111111111111111111111",
-    "OPENAI_API_KEY": "test-openai-key-22222222222222222222222222",
-    "WIKIQA_API_TOKEN": "wq-FAKE-TOKEN-33333333",
-}
 
 
 def hits(text: str) -> list[str]:
@@ -55,12 +50,28 @@ def scan_tree(folder: Path) -> dict[str, list[str]]:
     return found
 
 
+def run_all(runs: list[tuple[list[str], dict[str, str]]]) -> list[str]:
+    """Start every command at once, then wait for each: what each printed (stdout, then
+    stderr). Together, their start-ups and retry back-offs overlap."""
+    started = [
+        subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for argv, env in runs
+    ]
+    try:
+        return ["".join(process.communicate(timeout=300)) for process in started]
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
+
+
 @pytest.fixture
 def env(session_home: Path) -> dict[str, str]:
     return os.environ | SECRETS | {"WIKIQA_HOME": str(session_home)}
 
 
-def test_cli_eval_and_notebook_outputs_carry_no_secret(tmp_path: Path, env: dict[str, str]) -> None:
+@pytest.mark.slow
+def test_cli_and_eval_outputs_carry_no_secret(tmp_path: Path, env: dict[str, str]) -> None:
     out = tmp_path / "out"
     cli = [sys.executable, "-m", "wikiqa.cli"]
     runs = [
@@ -68,29 +79,21 @@ def test_cli_eval_and_notebook_outputs_carry_no_secret(tmp_path: Path, env: dict
         [*cli, "ask", "What did Grace Hopper eat on her 40th birthday?", "-v"],
         [*cli, "ask", "x", "--model", "anthropic:claude-sonnet-4-6", "--source", "/nonexistent"],
         [*cli, "eval", "--trials", "1", "--limit", "6", "--out", str(out), "--record"],
-        [
-            *cli,
-            "experiment",
-            "run",
-            str(EXPERIMENTS / "01_agent_baseline.ipynb"),
-            "-p",
-            "TRIALS",
-            "1",
-            "-p",
-            "LIMIT",
-            "3",
-            "--out",
-            str(out),
-        ],
         [*cli, "snapshot", "info"],
     ]
-    logs = []
-    for argv in runs:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-        logs += [done.stdout, done.stderr]
-    assert list((out / "runs").glob("*.parquet")) and list((out / "notebooks").glob("*.ipynb"))
+    logs = run_all([(argv, env) for argv in runs])
+    assert list((out / "runs").glob("*.parquet"))
     assert [hits(log) for log in logs if hits(log)] == []
     assert scan_tree(out) == {}
+
+
+@pytest.mark.slow
+def test_notebook_outputs_carry_no_secret(recorded_steps: Path) -> None:
+    """The session's recorded steps ran through papermill with these fake keys and token set
+    (tests/conftest.py): their executed notebooks, parquets and change log carry none."""
+    assert len(list((recorded_steps / "notebooks").glob("*.ipynb"))) >= 3
+    assert list((recorded_steps / "runs").glob("*.parquet"))
+    assert scan_tree(recorded_steps) == {}
 
 
 def test_a_live_model_run_records_no_key(
@@ -136,6 +139,7 @@ def test_api_responses_carry_no_secret(
     assert [hits(r.text + str(r.headers)) for r in responses] == [[]] * len(responses)
 
 
+@pytest.mark.slow
 def test_served_logs_carry_no_secret(env: dict[str, str]) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -226,6 +230,7 @@ ECHOED = {
 }
 
 
+@pytest.mark.slow
 def test_keys_echoed_by_a_server_reach_no_output(
     tmp_path: Path, tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -256,13 +261,8 @@ def test_keys_echoed_by_a_server_reach_no_output(
           f"openai:x@{with_password}", "-p", "LIMIT", "1", "-p", "TRIALS", "1", "--out",
           str(out / "e")], {}),
     ]  # fmt: skip
-    logs = []
     try:
-        for argv, extra in runs:
-            done = subprocess.run(
-                argv, env=env | extra, capture_output=True, text=True, check=False, timeout=300
-            )
-            logs.append(done.stdout + done.stderr)
+        logs = run_all([(argv, env | extra) for argv, extra in runs])
         for name, value in ECHOED.items():
             if name != "URL_PASSWORD":
                 monkeypatch.setenv(name, value)

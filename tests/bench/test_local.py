@@ -12,7 +12,7 @@ from wikiqa.models.local.catalog import known
 from wikiqa.models.openai_model import OpenAIModel
 from wikiqa.registry import open_model
 
-LOG = Path(__file__).parent / "data" / "qwen" / "server_log.jsonl"
+LOG = Path(__file__).parents[1] / "data" / "qwen" / "server_log.jsonl"
 
 
 def test_each_logged_call_gives_prefill_and_decode_rates_and_the_cached_prefix() -> None:

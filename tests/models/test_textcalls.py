@@ -19,7 +19,7 @@ from wikiqa.models.openai_model import from_openai
 from wikiqa.models.textcalls import read
 
 NAMES = frozenset(t.name for t in TOOLS)
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def recorded() -> list[dict[str, Any]]:

@@ -141,6 +141,7 @@ def test_record_rejects_non_utf8_title_files(
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_console_script_runs_as_a_module() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "wikiqa.cli", "search", "highest mountain on Earth", "--limit", "1"],

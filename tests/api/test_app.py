@@ -344,6 +344,7 @@ def _ask(port: int, token: str) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_an_idle_connection_flood_does_not_starve_token_holders() -> None:
     """Item 6, served as users run it: 300 sockets that never send a byte used up uvicorn's
     limit_concurrency=256 and every authenticated ask got 503. Now they are evicted (oldest

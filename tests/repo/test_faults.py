@@ -13,14 +13,14 @@ import requests
 import responses
 
 from tests.conftest import dns_failure
-from tests.test_live import API, mw
-from tests.test_providers import (
+from tests.models.test_providers import (
     anthropic_error,
     anthropic_message,
     claude,
     scripted_transport,
     tool_use,
 )
+from tests.sources.test_live import API, mw
 from wikiqa.agent import Agent, Refusal
 from wikiqa.cli import main
 from wikiqa.models import ExtractiveModel
@@ -114,6 +114,7 @@ def test_persistently_malformed_tool_calls_never_become_an_answer(tiny: Snapshot
     )
 
 
+@pytest.mark.slow
 def test_eval_reports_outages_apart_and_resume_completes_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -152,6 +153,7 @@ def test_eval_reports_outages_apart_and_resume_completes_them(
     assert "4 trials run now" in captured.out and "infrastructure errors 0" in captured.out
 
 
+@pytest.mark.slow
 def test_a_run_that_met_only_outages_is_never_recorded_and_names_its_cause(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -177,6 +179,7 @@ def test_a_run_that_met_only_outages_is_never_recorded_and_names_its_cause(
     assert not (out / "changelog.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_run_reports_as_it_goes_and_tells_the_first_outage_at_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

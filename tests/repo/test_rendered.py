@@ -1,5 +1,8 @@
 """What a reader sees (issue 25): every notebook in notebooks/ and one executed step, rendered to
-HTML as nbconvert does, with no traceback and no absolute machine path anywhere in it."""
+HTML as nbconvert does, with no traceback and no absolute machine path anywhere in it.
+
+This is where `make test` executes the notebooks in notebooks/ (its nbval run executes the
+steps in experiments/): papermill stops on a cell's error, as nbval does."""
 
 from __future__ import annotations
 
@@ -26,38 +29,34 @@ def _html(notebook: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """One recorded step into a results folder inside the repository's scratch area (as
-    `experiment run` writes), then the notebooks in notebooks/ over it, all rendered."""
-    import os
+def rendered(
+    recorded_steps: Path, session_home: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
+    """The newest of the session's recorded steps (run in a project outside the checkout, as
+    `experiment run --record` writes them there; tests/conftest.py), rendered; then the
+    notebooks in notebooks/ run over those runs and rendered (written to a folder of their
+    own: the recorded runs are only read)."""
+    from wikiqa.project import ROOT_ENV
 
-    out = ROOT / "results" / "scratch" / f"render-{os.getpid()}"
-    saved = os.environ.get("WIKIQA_RESULTS")
-    os.environ["WIKIQA_RESULTS"] = str(out)
-    try:
-        pages = {}
-        step = execute(EXPERIMENTS / "08_injection_defences.ipynb",
-                       {"TRIALS": 1, "LIMIT": 6, "RECORD": True, "OUT": str(out.relative_to(ROOT))},
-                       out)  # fmt: skip
-        pages["08_injection_defences"] = _html(step)
-        execute(EXPERIMENTS / "06_abstain_on_low_confidence.ipynb",
-                {"TRIALS": 1, "LIMIT": 6, "RECORD": True, "OUT": str(out.relative_to(ROOT))}, out)  # fmt: skip
-        for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
-            done = execute(notebook, {"OUT": str(out.relative_to(ROOT))}, out)
+    project = recorded_steps.parent
+    pages = {}
+    (step,) = (recorded_steps / "notebooks").glob("02_read_more_hits-*.ipynb")
+    pages["02_read_more_hits"] = _html(step)
+    out = tmp_path_factory.mktemp("rendered")
+    with pytest.MonkeyPatch.context() as env:
+        env.chdir(project)
+        env.setenv(ROOT_ENV, str(project))
+        env.setenv("WIKIQA_HOME", str(session_home))
+        env.delenv("WIKIQA_RESULTS", raising=False)
+        for notebook in sorted((project / "notebooks").glob("*.ipynb")):
+            done = execute(notebook, {"OUT": "results"}, out)
             pages[notebook.stem] = _html(done)
-        return pages
-    finally:
-        if saved is None:
-            os.environ.pop("WIKIQA_RESULTS", None)
-        else:
-            os.environ["WIKIQA_RESULTS"] = saved
-        import shutil
-
-        shutil.rmtree(out, ignore_errors=True)
+    return pages
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
-    "name", ["08_injection_defences", "quickstart", "hillclimb", "grader_validation", "failures"]
+    "name", ["02_read_more_hits", "quickstart", "hillclimb", "grader_validation", "failures"]
 )
 def test_a_rendered_notebook_shows_no_traceback_and_no_machine_path(
     rendered: dict[str, str], name: str
@@ -68,11 +67,12 @@ def test_a_rendered_notebook_shows_no_traceback_and_no_machine_path(
     assert not leaked, f"{name} shows absolute paths: {leaked[:5]}"
 
 
+@pytest.mark.slow
 def test_the_rendered_climb_compares_the_newest_run_with_its_predecessor(
     rendered: dict[str, str],
 ) -> None:
     page = rendered["hillclimb"]
-    assert "06_abstain_on_low_confidence" in page and "08_injection_defences" in page
+    assert "01_agent_baseline" in page and "02_read_more_hits" in page
     at = page.find("NaN")  # "-" where nothing applied, as CHANGELOG.md shows
     assert at < 0, page[max(0, at - 300) : at + 40]
 

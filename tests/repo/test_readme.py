@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # Needs a network, a key, a server, a local model, data outside the repository, runs only once
 # per suite (the holdout), or stands for a value to fill in.
@@ -88,7 +88,9 @@ def test_every_repository_path_the_readme_names_exists() -> None:
 
 
 @pytest.fixture(scope="module")
-def fresh(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+def fresh(
+    tmp_path_factory: pytest.TempPathFactory, session_home: Path
+) -> tuple[Path, dict[str, str]]:
     """The tracked files only (what a clone holds), and a `wikiqa` that runs that copy."""
     copy = tmp_path_factory.mktemp("clone")
     files = subprocess.run(
@@ -105,9 +107,11 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     shim.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIQA_RESULTS")}
     env |= {"PATH": f"{bin_dir}:{env['PATH']}", "PYTHONPATH": str(copy), "WIKIQA_EXTRAS": ""}
+    env |= {"WIKIQA_HOME": str(session_home)}  # this session's index, built once
     return copy, env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", RUNNABLE)
 def test_a_readme_command_runs_on_a_fresh_copy(
     command: str, fresh: tuple[Path, dict[str, str]]

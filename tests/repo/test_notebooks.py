@@ -1,8 +1,9 @@
 """Notebooks: committed clean, one parameters cell each, and the numbers each step records.
 
-nbval executes every notebook offline in `make test` (`pytest --nbval-lax experiments
-notebooks`); here papermill runs each experiment with small parameters and we assert on what it
-recorded in the change log.
+In `make test` nbval executes every offline step (`pytest --nbval-lax ... experiments`) and
+tests/repo/test_rendered.py the notebooks in notebooks/; here steps 00-02, run once per session
+through papermill with one trial (`recorded_steps`, tests/conftest.py), are asserted on by what
+they recorded in the change log.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.conftest import RECORDED_STEPS
 from tests.reports import cell, figures_table
 from wikiqa.evals import resolve_suite
 from wikiqa.evals.climb import changelog
@@ -97,20 +99,20 @@ def test_grid_expands_repeated_parameters() -> None:
     assert grid([("LIMIT", "null")]) == [{"LIMIT": None}]
 
 
-@pytest.fixture(scope="module")
-def steps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:
-    """Run the three steps once (1 trial, whole dev suite) and return their change-log rows."""
-    out = tmp_path_factory.mktemp("results")
-    rows = {}
-    for name in ["00_no_retrieval_baseline", "01_agent_baseline", "02_read_more_hits"]:
-        parameters = {"TRIALS": 1, "OUT": str(out), "RECORD": True}
-        executed = execute(EXPERIMENTS / f"{name}.ipynb", parameters, out)
-        assert executed.exists() and executed.parent == out / "notebooks"
-        rows[name] = changelog.read(out)[-1].model_dump(mode="json")
+@pytest.fixture
+def steps(recorded_steps: Path) -> dict[str, dict[str, object]]:
+    """The three steps the session ran once (1 trial, whole dev suite, recorded in order; see
+    tests/conftest.py): their change-log rows."""
+    out = recorded_steps
+    rows = {row.experiment: row.model_dump(mode="json") for row in changelog.read(out)}
+    assert list(rows) == RECORDED_STEPS
+    for name in RECORDED_STEPS:
+        assert list((out / "notebooks").glob(f"{name}-trials=1.ipynb")), name
     rows["_out"] = {"path": str(out)}
     return rows
 
 
+@pytest.mark.slow
 def test_step_00_has_zero_faithfulness_and_attribution_by_definition(
     steps: dict[str, dict[str, object]],
 ) -> None:
@@ -122,6 +124,7 @@ def test_step_00_has_zero_faithfulness_and_attribution_by_definition(
     assert row["kind"] == "baseline" and row["model"] == "extractive"
 
 
+@pytest.mark.slow
 def test_step_01_records_the_agent_baseline(steps: dict[str, dict[str, object]]) -> None:
     row = steps["01_agent_baseline"]
     dims = row["dimensions"]
@@ -130,6 +133,7 @@ def test_step_01_records_the_agent_baseline(steps: dict[str, dict[str, object]])
     assert row["tasks_pass"] == [15, 41]  # 13 before K2's "second-highest" stopped failing Everest
 
 
+@pytest.mark.slow
 def test_step_02_changes_one_lever_and_records_its_effect(
     steps: dict[str, dict[str, object]],
 ) -> None:
@@ -435,6 +439,7 @@ def test_experiment_run_skips_a_step_whose_extra_is_missing(
     assert not (tmp_path / "changelog.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_copied_step_is_recorded_under_its_own_file_name(tmp_path: Path) -> None:
     # the README's loop: copy the last step, change one lever, run it; no cell to edit
     copy = tmp_path / "05_my_change.ipynb"
@@ -445,6 +450,7 @@ def test_a_copied_step_is_recorded_under_its_own_file_name(tmp_path: Path) -> No
     assert [r.experiment for r in rows] == ["05_my_change"]
 
 
+@pytest.mark.slow
 def test_exploratory_runs_stay_out_of_the_climb_and_recorded_ones_go_in(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

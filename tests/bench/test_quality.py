@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from wikiqa.bench import latency_queries, load_pairs, recall_at
 from wikiqa.sources import SnapshotSource
 
@@ -32,6 +34,7 @@ def test_latency_queries_are_varied_and_reproducible(snapshot: SnapshotSource) -
     assert min(map(len, queries)) < 30 < 120 < max(map(len, queries))
 
 
+@pytest.mark.slow
 def test_load_bench_drives_a_real_server_without_errors() -> None:
     # Figures (req/s, p99) are printed by `python -m wikiqa.bench load`; here only correctness.
     from wikiqa.bench import bench_load
@@ -45,6 +48,7 @@ def test_load_bench_drives_a_real_server_without_errors() -> None:
     assert figures["attack_p99_vs_quiet"] == ratio
 
 
+@pytest.mark.slow
 def test_the_command_line_lists_every_benchmark() -> None:
     # `python -m wikiqa.bench` goes through __main__.py to wikiqa.bench.main; only --help, no figures.
     import subprocess
@@ -56,6 +60,7 @@ def test_the_command_line_lists_every_benchmark() -> None:
     assert "{sources,ask,eval,public,injection,load,local,cassette,scale}" in run.stdout
 
 
+@pytest.mark.slow
 def test_injection_bench_prints_the_documented_json(tmp_path: Path) -> None:
     """`python -m wikiqa.bench injection --attacks FILE --misinformation FILE --json`: exactly
     the documented keys (extra ones allowed), for a file of two attacks."""

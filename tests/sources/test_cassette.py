@@ -41,7 +41,7 @@ from wikiqa.sources.cassette_merge import MergeConflict, Prefer, merge, write_me
 from wikiqa.sources.live import LiveSource
 
 API = "https://en.wikipedia.org/w/api.php"
-REAL = Path(__file__).parent / "data" / "live"
+REAL = Path(__file__).parents[1] / "data" / "live"
 OLD_SENTENCE = "It is commonly known as quicksilver."
 NEW_SENTENCE = "It is also known as quicksilver or hydrargyrum."  # the second revision's change
 
