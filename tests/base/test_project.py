@@ -22,7 +22,7 @@ from wikiqa.project import (
 )
 from wikiqa.sources import SnapshotSource
 
-CHECKOUT = Path(__file__).resolve().parent.parent
+CHECKOUT = Path(__file__).resolve().parents[2]
 EVAL = ["eval", "--suite", "dev", "--limit", "3", "--trials", "1"]
 
 

@@ -43,7 +43,7 @@ from tests.evals.tasks.test_tasks import GOOD
 from tests.runlogs import rechained
 from wikiqa.inputs import MiB
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUN = "fuzz-run"  # the run whose log the resume and regrade cases read
 # The child's peak: about 300 MB run alone, about 600 MB at the end of a full run, when the
 # shared WIKIQA_HOME holds every earlier test's caches. An unbounded reader costs gigabytes (a
@@ -482,7 +482,7 @@ def test_fifos_devices_and_oversized_files_in_a_bounded_child(
     planned = list(cases(root, _goods(fuzz_root), IN_CHILD, _watch(fuzz_root, session_home)))
     plan = root / "plan.json"
     plan.write_text(json.dumps([vars(c) for c in planned]))
-    code = "import sys; from tests.test_fuzz_files import run_plan; run_plan(sys.argv[1])"
+    code = "import sys; from tests.repo.test_fuzz_files import run_plan; run_plan(sys.argv[1])"
     env = os.environ | {"WIKIQA_HOME": str(session_home)}
     try:
         done = subprocess.run(

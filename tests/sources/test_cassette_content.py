@@ -29,7 +29,7 @@ from wikiqa.sources.cassette_files import (
 )
 from wikiqa.sources.cassette_merge import MergeConflict, merge, write_merged
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "results" / "runs" / "20261201T103646Z-09-qwen-baseline-c84497.cassette.jsonl.gz"
 GENUINE_HASH = "92c5f63c6b4d9989"  # `wikiqa cassette info` of the committed file
 

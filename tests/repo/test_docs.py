@@ -19,7 +19,7 @@ from wikiqa.cli import build_parser
 from wikiqa.config import Settings
 from wikiqa.experiment.params import StepParameters
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
