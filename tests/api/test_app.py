@@ -540,6 +540,7 @@ def test_the_rate_limit_is_a_setting_and_a_serve_flag(
             main(["serve", "--rate-limit", bad])
 
 
+@pytest.mark.slow
 def test_two_addresses_holding_healthz_bodies_do_not_lock_out_token_holders() -> None:
     """The reported attack on `wikiqa serve` as users run it: 32 connections from each of
     127.0.0.2 and 127.0.0.3 send `GET /healthz` declaring 1000 bytes of body and never send it,

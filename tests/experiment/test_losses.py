@@ -176,6 +176,7 @@ def _columns(figures: dict[str, Any]) -> dict[str, int]:
     }
 
 
+@pytest.mark.slow
 def test_the_reports_figures_are_what_the_committed_logs_give(
     snapshot: SnapshotSource,
 ) -> None:

@@ -459,6 +459,7 @@ def _watch(root: Path, session_home: Path) -> list[str]:
     return [str(root / "good"), str(session_home)]
 
 
+@pytest.mark.slow
 def test_spoiled_files_in_process(
     fuzz_root: Path, session_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -475,6 +476,7 @@ def test_spoiled_files_in_process(
     assert not failures, json.dumps(failures, indent=1)
 
 
+@pytest.mark.slow
 def test_fifos_devices_and_oversized_files_in_a_bounded_child(
     fuzz_root: Path, session_home: Path
 ) -> None:

@@ -194,6 +194,7 @@ def _reported_validation(column: str) -> tuple[dict[str, dict[str, int]], int, i
     return dimensions, int(passes[1]), int(passes[2])
 
 
+@pytest.mark.slow
 def test_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
     """The figures of the offline graders' write-up and the grader-validation notebook (`wikiqa
     validate`), read from the write-up's figures table: a grader change that moves them must
@@ -207,6 +208,7 @@ def test_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> N
     assert of == dimensions["correctness"]["labelled"] == 235
 
 
+@pytest.mark.slow
 def test_held_out_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
     """Real extractive answers on public tasks, labelled blind after the graders were frozen:
     the write-up's two held-out columns. The hedge rule (written on Qwen's labels) caught one
@@ -234,6 +236,7 @@ def test_qwen_grader_validation_is_the_reported_figure(snapshot: SnapshotSource)
     assert qwen["correctness_false_passes"] == 0
 
 
+@pytest.mark.slow
 def test_qwen_held_out_grader_validation_is_the_reported_figure(snapshot: SnapshotSource) -> None:
     """Qwen's public-slice proposals, labelled blind by two labellers who never read the graders,
     after the last grader change: never tuned on (experiments/README.md)."""

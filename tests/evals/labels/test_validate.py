@@ -60,6 +60,7 @@ def test_bad_label_lines_name_the_file_and_line(
     assert "cannot read label file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_judge_is_reported_on_its_own_rows_with_the_adoption_bar(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

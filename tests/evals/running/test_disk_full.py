@@ -44,6 +44,7 @@ def test_a_parquet_that_cannot_be_written_leaves_no_temporary_and_says_which(
     assert [p.name for p in (tmp_path / "runs").glob("*.parquet")] == [f"{run_id}.parquet"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("limit", "where"), [(4_000, "out"), (60_000, "index")])
 def test_a_run_on_a_full_disk_ends_in_one_line(
     tmp_path: Path, snapshot: SnapshotSource, session_home: Path, limit: int, where: str

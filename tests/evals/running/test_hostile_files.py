@@ -203,6 +203,7 @@ def _one_line(err: str) -> str:
     return err
 
 
+@pytest.mark.slow
 def test_gzip_bombs_are_refused_at_the_inflation_cap(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -268,6 +268,7 @@ def test_a_cut_last_line_is_dropped_before_the_resume_appends(tmp_path: Path) ->
     assert second.trials_run == 0  # nothing runs twice
 
 
+@pytest.mark.slow
 def test_a_run_answered_from_imported_replies_says_so_in_its_row_and_parquet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
