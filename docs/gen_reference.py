@@ -4,7 +4,7 @@
   command and subcommand, its usage, its arguments with their help and defaults;
 - `reference/settings.md`, from `wikiqa.config.Settings`: every field's variable, default and
   description, and which ones a `.env` may not set; then the few `WIKIQA_*` variables read
-  outside `Settings` (listed below, `OTHER_VARIABLES`; `tests/test_docs.py` fails when the
+  outside `Settings` (listed below, `OTHER_VARIABLES`; `tests/repo/test_docs.py` fails when the
   package reads one this list lacks).
 
 The mkdocs hook (`docs/hooks.py`) writes both into `docs/reference/` (git-ignored) before every
