@@ -5,7 +5,7 @@ session its own index home (`WIKIQA_HOME`); steps run in a project copied outsid
 (`recorded_steps`); and the run fails if anything under the checkout changed while it ran.
 
 Tiers: `slow` marks what runs a notebook, papermill, a subprocess, a server, a bench, a fuzzer or
-a scan of the whole snapshot. `make test-fast` leaves those out; `make test` runs everything,
+a scan of the whole snapshot, or takes over 5 s. `make test-fast` leaves those out; `make test` runs everything,
 nbval's step notebooks included, on two xdist workers (`pytest_xdist_make_scheduler`, below).
 """
 
