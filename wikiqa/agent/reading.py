@@ -12,10 +12,16 @@ Attribution is then deterministic. A sentence is a candidate when it states ever
 of the answer; candidates are ranked by what they share with the question, so a sentence that
 states the answer *as the answer to this question* beats one that merely mentions it, and one
 that shares nothing with the question is no candidate. The best candidate becomes the quote.
-An answer no sentence supports (often one from memory) gets, with the `reading_repair` lever,
+With the `attribute_first` lever the order is reversed: the sentences closest to the question
+are chosen first, and the model is shown only those (fewer tokens to read, less to be led astray
+by). An answer no sentence supports (often one from memory) gets, with the `reading_repair` lever,
 one more call: the question again, with only the k sentences closest to it, and "the short
 answer from these sentences, or unknown". The new answer is attributed by the same rule; the
 model never names a sentence, so it cannot cite one that does not exist.
+
+The reading call also asks for its tokens' log-probabilities: where the provider gives them
+(our llama.cpp handler does), `belief` turns them into two signals kept beside the evidence
+ones, for the confidence model to weigh.
 
 The result is submitted through `decide`, exactly as a tool call's submission: verbatim
 grounding, the guard, strict support, trimmed quotes, the budget, `last_look` and abstention all
@@ -25,23 +31,61 @@ fetched in this run.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from wikiqa.agent.decide import decide
 from wikiqa.agent.prompts import READING_SYSTEM
 from wikiqa.agent.render import datamark, numbered
 from wikiqa.agent.result import Answer, Refusal
 from wikiqa.agent.state import RunState
-from wikiqa.models import SUBMIT, ToolCall, ToolResult
+from wikiqa.models import SUBMIT, TokenLogprob, ToolCall, ToolResult
 from wikiqa.text import content_words, stem
 
 ANSWER_TOKENS = 24  # the short answer; a sentence about it is cut off, not read
 REPAIR_CHOICES = 5
 UNKNOWN = re.compile(r"^\W*(unknown|i don'?t know|none|not stated|n/?a)\b", re.IGNORECASE)
 
-Ask = Callable[[str, str, int], str]  # (system, user text, output-token cap) -> the reply text
+ANSWER_TOKENS_ALTERNATIVES = 10  # likeliest first tokens asked for: where "unknown" is weighed
+
+
+class Reply(NamedTuple):
+    text: str
+    logprobs: list[TokenLogprob] | None  # None where the provider gives none
+
+
+Ask = Callable[[str, str, int], Reply]  # (system, user text, output-token cap) -> the reply
+
+
+def belief(reply: Reply) -> dict[str, float]:
+    """What the model's own token probabilities say of its short answer, as two signals beside
+    the evidence ones (none when the provider gave no log-probabilities):
+
+        answer_logprob   mean log-probability of the tokens of the reply's first line
+        p_unknown        probability, at the first token, of starting "unknown"
+
+    They are signals, not verdicts: what they are worth is measured by fitting the confidence
+    model with them (`wikiqa confidence fit --features`)."""
+    if not reply.logprobs:
+        return {}
+    line, said = [], ""
+    for t in reply.logprobs:
+        if "\n" in t.token and said.strip():
+            break
+        said += t.token
+        line.append(t.logprob)
+    first = reply.logprobs[0]
+    starts = [(first.token, first.logprob), *first.top]
+    unknown = {
+        tok: lp for tok, lp in starts if tok.strip() and "unknown".startswith(tok.strip().lower())
+    }
+    return {
+        "answer_logprob": round(sum(line) / len(line), 4) if line else 0.0,
+        "p_unknown": round(min(1.0, sum(math.exp(lp) for lp in unknown.values())), 4),
+    }
 
 
 @dataclass(frozen=True)
@@ -130,15 +174,20 @@ def closest(question: str, shown: list[Sentence], k: int = REPAIR_CHOICES) -> li
     return [s for s in ranked[:k] if asked & _stems(s.text)]
 
 
-def read(state: RunState, ask: Ask, repair: bool) -> Answer | Refusal:
-    """The reading mode's decision, once the leads are fetched (see the module docstring)."""
-    shown = leads(state)
+def read(state: RunState, ask: Ask, repair: bool, first: bool = False) -> Answer | Refusal:
+    """The reading mode's decision, once the leads are fetched (see the module docstring).
+    `first` attributes first: the model is shown only the sentences closest to the question,
+    in reading order, and the answer is attributed among them (the sentence naming the subject
+    a chosen one takes from its title may still be quoted beside it)."""
+    read_ = leads(state)
+    shown = sorted(closest(state.question, read_), key=lambda s: s.order) if first else read_
     if not shown:
         return Refusal(
             reason="No article could be read for this question.", reason_code="no_results"
         )
     reply = ask(READING_SYSTEM, prompt(state.question, shown, state.spotlight), ANSWER_TOKENS)
-    answer = short_answer(reply)
+    state.belief = belief(reply)
+    answer = short_answer(reply.text)
     if answer is None:
         return Refusal(
             reason="The retrieved articles do not state an answer.", reason_code="not_supported"
@@ -160,7 +209,7 @@ def read(state: RunState, ask: Ask, repair: bool) -> Answer | Refusal:
         )
     best = found[0]
     state.event("decision", f"attributed to {best.title!r}, sentence {best.order + 1}")
-    citations = [{"title": s.title, "quote": s.text} for s in quotes(answer, best, shown)]
+    citations = [{"title": s.title, "quote": s.text} for s in quotes(answer, best, read_)]
     call = ToolCall(
         id="reading_submit", name=SUBMIT, arguments={"answer": answer, "citations": citations}
     )
@@ -181,7 +230,8 @@ def _repaired(
         return first, []
     state.event("repair", f"no retrieved sentence states {first!r}; asked again", answer=first)
     reply = ask(READING_SYSTEM, prompt(state.question, choices, state.spotlight), ANSWER_TOKENS)
-    answer = short_answer(reply)
+    state.belief = belief(reply)  # the answer now submitted is this call's
+    answer = short_answer(reply.text)
     if answer is None:
         return None, []
     return answer, candidates(state.question, answer, shown)
