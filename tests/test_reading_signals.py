@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -15,9 +16,12 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from tests.reports import cell, figures_table
 from wikiqa.agent import Agent, AgentConfig, Answer
 from wikiqa.agent.reading import Reply, belief
+from wikiqa.evals import resolve_suite
 from wikiqa.evals.labels.confidence_fit import FitError, fit, on_run
+from wikiqa.evals.labels.validation import compare, load_labels, report
 from wikiqa.models import (
     AssistantMessage,
     CallOptions,
@@ -31,6 +35,7 @@ from wikiqa.models import (
 from wikiqa.models.openai_model import from_openai
 from wikiqa.sources import SnapshotSource
 
+ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "Who developed the FLOW-MATIC programming language?"
 
 
@@ -220,3 +225,46 @@ def test_the_cli_fits_on_named_signals_and_checks_weights_on_a_run(tmp_path: Pat
     assert typo.returncode == 2 and "unknown signal answer_logprb" in typo.stderr
     neither = subprocess.run([*cli, "check"], capture_output=True, text=True)
     assert neither.returncode != 0 and "label files or --run" in neither.stderr
+
+
+def test_the_reading_modes_blind_labels_give_the_reported_agreement(
+    snapshot: SnapshotSource,
+) -> None:
+    """The graders against blind labels of the reading mode's outputs, as the write-up reports
+    them (results/reports/reading-mode.md, its figures table); and the agent's attribution rule
+    against the labellers' call on the same answers."""
+    folder = ROOT / "experiments" / "labels_reading"
+    examples = load_labels(folder / "qwen19_reading.jsonl")
+    assert len(examples) == 89 and all(e.note.strip() for e in examples)
+    found = report(
+        compare(examples, snapshot, None, [resolve_suite("dev"), resolve_suite("public")])
+    )
+    rows = figures_table("reading-mode.md", "### The graders on the reading mode's answers")
+    for dimension, got in found["dimensions"].items():
+        agree, decided = map(
+            int,
+            re.match(
+                r"(\d+)/(\d+) ", cell(rows, "dimension", dimension, "agree where decided")
+            ).groups(),
+        )
+        assert got == {
+            "labelled": int(cell(rows, "dimension", dimension, "labelled")),
+            "agree": agree,
+            "needs_judge": int(cell(rows, "dimension", dimension, "undecided (needs a judge)")),
+        }
+        assert got["labelled"] - got["needs_judge"] == decided
+    answers = [e for e in examples if isinstance(e.answer, Answer)]
+    for call, row in (("pass", "correct"), ("fail", "wrong")):
+        judged = [
+            e.labels["attribution"]
+            for e in answers
+            if e.labels.get("correctness") == call
+            and e.labels.get("attribution") in ("pass", "fail")
+        ]
+        reported = cell(
+            figures_table("reading-mode.md", "### Does the attributed sentence state the answer?"),
+            "answers, by the human's correctness call",
+            row,
+            "quoted sentence states the answer as the answer (human)",
+        )
+        assert reported.startswith(f"{judged.count('pass')}/{len(judged)}")
