@@ -268,3 +268,55 @@ def test_the_reading_modes_blind_labels_give_the_reported_agreement(
             "quoted sentence states the answer as the answer (human)",
         )
         assert reported.startswith(f"{judged.count('pass')}/{len(judged)}")
+
+
+QUESTIONS = (
+    "Who composed the oratorio Messiah?",
+    "Which composer wrote the oratorio Messiah?",
+    "The oratorio Messiah was composed by whom?",
+)
+
+
+def test_losses_by_stage_reads_the_reading_modes_short_answers_as_its_proposals(
+    tmp_path: Path, snapshot: SnapshotSource
+) -> None:
+    """In the reading mode the model proposes in plain text: the gold it states counts as
+    proposed, and a gold answer no sentence was found to state is lost to attribution. (Three
+    wordings of one question: the same prompt would be answered from the response cache.)"""
+    from wikiqa.evals import RunConfig, run_eval
+    from wikiqa.experiment.losses import losses_by_stage
+
+    base = {
+        "category": "factual", "question": "Who composed the oratorio Messiah?",
+        "dimensions": ["correctness", "calibration"], "reference_answer": "George Frideric Handel",
+        "expected_sources": ["Messiah (Handel)"], "should_refuse": False,
+        "answers": ["George Frideric Handel", "Handel", "Händel"],
+    }  # fmt: skip
+    suite = tmp_path / "three.jsonl"
+    suite.write_text(
+        "".join(
+            json.dumps(base | {"id": f"messiah-{i}", "question": q}) + "\n"
+            for i, q in enumerate(QUESTIONS)
+        ),
+        encoding="utf-8",
+    )
+    replies = iter(["George Frideric Handel", "Händel", "unknown"])  # in task order
+
+    def reader(system: str, messages: Sequence[Message], tools: Sequence[ToolSpec],
+               options: CallOptions | None = None) -> ModelTurn:  # fmt: skip
+        return ModelTurn(message=AssistantMessage(text=next(replies)), model="reader")
+
+    reader.spec = "reader"  # type: ignore[attr-defined]
+    config = RunConfig(
+        suite=str(suite), trials=1, concurrency=1, out=tmp_path / "results",
+        agent=AgentConfig(mode="reading", read_first=2),
+    )  # fmt: skip
+    outcome = run_eval(config, model=reader, source=snapshot, progress=False)
+    found = losses_by_stage(outcome.meta.run_id, snapshot, tmp_path / "results")
+    assert found["trials"] == 3 and found["gold_proposed"] == 2
+    assert found["outcomes"] == {
+        "correct": 1, "incorrect": 0, "undecided": 0, "not_attempted": 2,
+    }  # fmt: skip
+    # "Händel": the gold, but no retrieved sentence spells it so; "unknown": never proposed
+    assert found["lost"]["in_reach"]["not_attributed"] == 1
+    assert found["lost"]["in_reach"]["never_proposed"] == 1

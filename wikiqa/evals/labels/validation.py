@@ -25,6 +25,7 @@ from wikiqa.agent import (
     quotable_text,
 )
 from wikiqa.agent.citing import UNRESOLVED
+from wikiqa.agent.reading import short_answer
 from wikiqa.evals.graders import grade
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.running.records import TrialRecord
@@ -70,7 +71,9 @@ def load_labels(path: Path) -> list[LabelledExample]:
     return examples
 
 
-def proposals(trials: Mapping[tuple[str, int], TrialRecord]) -> list[LabelledExample]:
+def proposals(
+    trials: Mapping[tuple[str, int], TrialRecord], reading: bool = False
+) -> list[LabelledExample]:
     """Every answer and refusal a model proposed in a run, unlabelled, ready for a human.
 
     Read from the trace, not the final output: the agent rejects a submission whose quotes are
@@ -82,7 +85,15 @@ def proposals(trials: Mapping[tuple[str, int], TrialRecord]) -> list[LabelledExa
     one turn is a model's way of reading and citing at once; its fetch events follow the
     turn's model event in the trace); identical proposals within a trial are kept once.
     Label each example's
-    `labels` by hand (dimension -> pass | fail | n/a) before using it."""
+    `labels` by hand (dimension -> pass | fail | n/a) before using it.
+
+    In the reading mode (`reading`) the model proposes a short answer in plain text and the code
+    attributes it: each reply's answer is a proposal, cited as the trial's output cites it when
+    the output is that answer, else with an `UNREADABLE` citation (no sentence was found to state
+    it, or the attributed submission failed its checks); a reply saying it does not know is a
+    refusal."""
+    if reading:
+        return _read_proposals(trials)
 
     out: list[LabelledExample] = []
     for (task_id, trial), record in sorted(trials.items()):
@@ -112,6 +123,41 @@ def proposals(trials: Mapping[tuple[str, int], TrialRecord]) -> list[LabelledExa
                             labels={},
                         )
                     )
+    return out
+
+
+def _read_proposals(trials: Mapping[tuple[str, int], TrialRecord]) -> list[LabelledExample]:
+    out: list[LabelledExample] = []
+    for (task_id, trial), record in sorted(trials.items()):
+        final = record.result.output
+        fetched = [str(e.detail["title"]) for e in record.result.trace if _fetched(e)]
+        seen: set[str] = set()
+        for event in record.result.trace:
+            if event.kind != "model" or event.detail.get("calls"):
+                continue
+            said = short_answer(str(event.detail.get("text") or ""))
+            proposal: Output = (
+                Refusal(reason="The model said it does not know.", reason_code="not_supported")
+                if said is None
+                else Answer(
+                    text=said,
+                    citations=final.citations
+                    if isinstance(final, Answer) and final.text == said
+                    else [UNREADABLE],
+                )
+            )
+            if proposal.model_dump_json() in seen:
+                continue
+            seen.add(proposal.model_dump_json())
+            out.append(
+                LabelledExample(
+                    id=f"{task_id}-t{trial}-{len(seen) - 1}",
+                    task_id=task_id,
+                    answer=proposal,
+                    retrieved=list(dict.fromkeys(fetched)),
+                    labels={},
+                )
+            )
     return out
 
 
