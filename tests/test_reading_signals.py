@@ -18,7 +18,7 @@ import pytest
 
 from tests.reports import cell, figures_table
 from wikiqa.agent import Agent, AgentConfig, Answer
-from wikiqa.agent.reading import Reply, belief
+from wikiqa.agent.reading import Reply, belief, parts, short_answers
 from wikiqa.evals import resolve_suite
 from wikiqa.evals.labels.confidence_fit import FitError, fit, on_run
 from wikiqa.evals.labels.validation import compare, load_labels, report
@@ -320,3 +320,89 @@ def test_losses_by_stage_reads_the_reading_modes_short_answers_as_its_proposals(
     # "Händel": the gold, but no retrieved sentence spells it so; "unknown": never proposed
     assert found["lost"]["in_reach"]["not_attributed"] == 1
     assert found["lost"]["in_reach"]["never_proposed"] == 1
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        (
+            "Who composed the oratorio Messiah, and what kind of composer was he?",
+            ["Who composed the oratorio Messiah?", "What kind of composer was he?"],
+        ),
+        (
+            "Which country borders Tanzania to the northwest, and what is that country's capital?",
+            ["Which country borders Tanzania to the northwest?", "What is that country's capital?"],
+        ),
+        ("Who wrote Dracula?", ["Who wrote Dracula?"]),
+        ("Who were Laurel and Hardy?", ["Who were Laurel and Hardy?"]),  # "and" inside a part
+        ("Salt, and what?", ["Salt, and what?"]),  # a part with nothing asked is no part
+    ],
+)
+def test_a_question_asking_two_things_is_read_as_two_parts(
+    question: str, expected: list[str]
+) -> None:
+    assert parts(question) == expected
+
+
+def test_short_answers_reads_one_labelled_line_per_part() -> None:
+    assert short_answers("1. Arthur C. Clarke\n2. English.", 2) == ["Arthur C. Clarke", "English"]
+    assert short_answers("Part 1: Tanzania\n\nPart 2: unknown", 2) == ["Tanzania", None]
+    assert short_answers("Uganda", 2) == ["Uganda", None]
+
+
+class Replies:
+    """A reading-mode model replying with the given texts in turn; it keeps what it was shown."""
+
+    spec = "replies"
+
+    def __init__(self, *texts: str) -> None:
+        self.texts, self.sent = list(texts), list[str]()
+
+    def __call__(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
+    ) -> ModelTurn:
+        last = messages[-1]
+        self.sent.append(last.text if isinstance(last, UserMessage) else "")
+        return ModelTurn(message=AssistantMessage(text=self.texts.pop(0)), model="replies")
+
+
+PARTS = AgentConfig(mode="reading", read_first=3, answer_parts=True)
+TWO = "Which country borders Tanzania to the northwest, and what is that country's capital?"
+
+
+def test_each_part_is_attributed_and_the_second_found_by_one_hop(snapshot: SnapshotSource) -> None:
+    model = Replies("Uganda\nunknown", "Kampala")
+    result = Agent(model, snapshot, PARTS).ask(TWO)
+    assert isinstance(result.output, Answer) and result.output.text == "Uganda; Kampala"
+    assert [c.title for c in result.output.citations] == ["Tanzania", "Uganda"]
+    assert "bordered by Uganda to the northwest" in result.output.citations[0].quote
+    assert "capital and largest city, Kampala" in result.output.citations[1].quote
+    first, hop = model.sent
+    assert "Part 1: Which country borders Tanzania to the northwest?" in first
+    assert "Part 2: What is that country's capital?" in first
+    # the hop asks the second part about the first answer, from the article it found
+    assert hop.endswith(
+        "Question: What is that country's capital? (Uganda)\nShort answer (or unknown):"
+    )
+    assert "[Uganda]" in hop and "[Tanzania]" not in hop
+    searches = [e.detail for e in result.trace if e.kind == "search"]
+    assert len(searches) == 2 and result.usage.model_calls == 2
+
+
+def test_a_part_left_unstated_leaves_the_first_answer_alone(snapshot: SnapshotSource) -> None:
+    # the second answer repeats the first, then the hop's says nothing: the first part alone
+    alone = Agent(Replies("Uganda\nUganda", "unknown"), snapshot, PARTS).ask(TWO)
+    assert isinstance(alone.output, Answer) and alone.output.text == "Uganda"
+    # no first answer: refused, with no hop
+    model = Replies("unknown\nKampala")
+    none = Agent(model, snapshot, PARTS).ask(TWO)
+    assert none.output.kind == "refusal" and len(model.sent) == 1
+    # a one-part question, or the lever off, is read as before: one call, one answer
+    plain = Replies("Uganda")
+    off = Agent(plain, snapshot, AgentConfig(mode="reading", read_first=3)).ask(TWO)
+    assert isinstance(off.output, Answer) and off.output.text == "Uganda"
+    assert plain.sent[0].endswith("Short answer (or unknown):")

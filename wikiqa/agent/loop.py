@@ -219,7 +219,7 @@ class _Run:
             state.messages.append(AssistantMessage(tool_calls=reads))
             state.messages.extend(run_tool(state, call) for call in reads)
         if config.mode == "reading":
-            return read(state, self._read_call, config.reading_repair, config.attribute_first)
+            return read(state, self._read_call, config)
         nudged = deciding = False
         while True:
             offered = self._offered()  # enforced on the calls below, not sent: see the docstring
