@@ -47,6 +47,33 @@ def tokens(
     return out
 
 
+class Replies:
+    """A reading-mode model replying with the given texts in turn (with `logprobs`, each
+    reply's token log-probabilities); it keeps what it was shown and the options it was asked."""
+
+    spec = "replies"
+
+    def __init__(self, *texts: str, logprobs: list[TokenLogprob] | None = None) -> None:
+        self.texts, self.logprobs = list(texts), logprobs
+        self.sent: list[str] = []
+        self.options: list[CallOptions | None] = []
+
+    def __call__(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: CallOptions | None = None,
+    ) -> ModelTurn:
+        last = messages[-1]
+        self.sent.append(last.text if isinstance(last, UserMessage) else "")
+        self.options.append(options)
+        text = self.texts.pop(0)
+        return ModelTurn(
+            message=AssistantMessage(text=text), model="replies", logprobs=self.logprobs
+        )
+
+
 def test_belief_averages_the_first_line_and_weighs_unknown_at_the_first_token() -> None:
     reply = Reply(
         "Grace Hopper\nShe was",
@@ -63,41 +90,18 @@ def test_belief_averages_the_first_line_and_weighs_unknown_at_the_first_token() 
     assert belief(Reply("Grace Hopper", None)) == {}  # a provider without log-probabilities
 
 
-class Believer:
-    """A reading-mode model that replies with `text` and the given token log-probabilities."""
-
-    spec = "believer"
-
-    def __init__(self, text: str, logprobs: list[TokenLogprob] | None) -> None:
-        self.text, self.logprobs = text, logprobs
-        self.sent: list[tuple[str, CallOptions | None]] = []
-
-    def __call__(
-        self,
-        system: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        options: CallOptions | None = None,
-    ) -> ModelTurn:
-        last = messages[-1]
-        self.sent.append((last.text if isinstance(last, UserMessage) else "", options))
-        return ModelTurn(
-            message=AssistantMessage(text=self.text), model="believer", logprobs=self.logprobs
-        )
-
-
 def test_the_reading_call_asks_for_logprobs_and_the_answer_keeps_them_as_signals(
     tiny: SnapshotSource,
 ) -> None:
-    sure = Believer("Grace Hopper", tokens(("Grace", -0.05), (" Hopper", -0.15)))
+    sure = Replies("Grace Hopper", logprobs=tokens(("Grace", -0.05), (" Hopper", -0.15)))
     result = Agent(sure, tiny, AgentConfig(mode="reading", read_first=2)).ask(QUESTION)
     assert isinstance(result.output, Answer)
-    [(_, options)] = sure.sent
+    [options] = sure.options
     assert options is not None and options.logprobs == 10
     assert result.signals["answer_logprob"] == pytest.approx(-0.1)
     assert result.signals["p_unknown"] == 0.0
     assert {"support", "focus", "rank"} <= set(result.signals)  # beside the evidence signals
-    blind = Agent(Believer("Grace Hopper", None), tiny, AgentConfig(mode="reading", read_first=2))
+    blind = Agent(Replies("Grace Hopper"), tiny, AgentConfig(mode="reading", read_first=2))
     unsure = blind.ask(QUESTION)
     assert "answer_logprob" not in unsure.signals
     # the shipped weights do not read the model's signals: the same answer, the same confidence
@@ -140,12 +144,12 @@ def test_attribute_first_shows_only_the_closest_sentences_in_reading_order(
 ) -> None:
     question = "Who composed the oratorio Messiah?"
     config = AgentConfig(mode="reading", read_first=3)
-    everything, chosen = Believer("Handel", None), Believer("Handel", None)
+    everything, chosen = Replies("Handel"), Replies("Handel")
     whole = Agent(everything, snapshot, config).ask(question)
     first = Agent(chosen, snapshot, config.model_copy(update={"attribute_first": True}))
     answered = first.ask(question)
-    [(all_text, _)] = everything.sent
-    [(few_text, _)] = chosen.sent
+    [all_text] = everything.sent
+    [few_text] = chosen.sent
 
     def numbered(text: str) -> list[str]:
         return [ln.split(". ", 1)[1] for ln in text.splitlines() if ln[:1].isdigit()]
@@ -348,26 +352,6 @@ def test_short_answers_reads_one_labelled_line_per_part() -> None:
     assert short_answers("1. Arthur C. Clarke\n2. English.", 2) == ["Arthur C. Clarke", "English"]
     assert short_answers("Part 1: Tanzania\n\nPart 2: unknown", 2) == ["Tanzania", None]
     assert short_answers("Uganda", 2) == ["Uganda", None]
-
-
-class Replies:
-    """A reading-mode model replying with the given texts in turn; it keeps what it was shown."""
-
-    spec = "replies"
-
-    def __init__(self, *texts: str) -> None:
-        self.texts, self.sent = list(texts), list[str]()
-
-    def __call__(
-        self,
-        system: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        options: CallOptions | None = None,
-    ) -> ModelTurn:
-        last = messages[-1]
-        self.sent.append(last.text if isinstance(last, UserMessage) else "")
-        return ModelTurn(message=AssistantMessage(text=self.texts.pop(0)), model="replies")
 
 
 PARTS = AgentConfig(mode="reading", read_first=3, answer_parts=True)

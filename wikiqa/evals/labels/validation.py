@@ -99,7 +99,7 @@ def proposals(
     for (task_id, trial), record in sorted(trials.items()):
         trace = record.result.trace
         fetched: list[str] = []
-        seen: set[str] = set()  # a repair turn often resubmits the same text; keep it once
+        found: list[tuple[Output, list[str]]] = []
         for i, event in enumerate(trace):
             if _fetched(event):
                 fetched.append(str(event.detail["title"]))
@@ -112,17 +112,9 @@ def proposals(
                 turn += [str(later.detail["title"])] if _fetched(later) else []
             for call in event.detail.get("calls", []):
                 answer = _proposed(call)
-                if answer is not None and answer.model_dump_json() not in seen:
-                    seen.add(answer.model_dump_json())
-                    out.append(
-                        LabelledExample(
-                            id=f"{task_id}-t{trial}-{len(seen) - 1}",
-                            task_id=task_id,
-                            answer=answer,
-                            retrieved=list(dict.fromkeys(fetched + turn)),
-                            labels={},
-                        )
-                    )
+                if answer is not None:
+                    found.append((answer, fetched + turn))
+        out += _unlabelled(task_id, trial, found)
     return out
 
 
@@ -131,7 +123,7 @@ def _read_proposals(trials: Mapping[tuple[str, int], TrialRecord]) -> list[Label
     for (task_id, trial), record in sorted(trials.items()):
         final = record.result.output
         fetched = [str(e.detail["title"]) for e in record.result.trace if _fetched(e)]
-        seen: set[str] = set()
+        found: list[tuple[Output, list[str]]] = []
         for event in record.result.trace:
             if event.kind != "model" or event.detail.get("calls"):
                 continue
@@ -146,18 +138,31 @@ def _read_proposals(trials: Mapping[tuple[str, int], TrialRecord]) -> list[Label
                     else [UNREADABLE],
                 )
             )
-            if proposal.model_dump_json() in seen:
-                continue
-            seen.add(proposal.model_dump_json())
-            out.append(
-                LabelledExample(
-                    id=f"{task_id}-t{trial}-{len(seen) - 1}",
-                    task_id=task_id,
-                    answer=proposal,
-                    retrieved=list(dict.fromkeys(fetched)),
-                    labels={},
-                )
+            found.append((proposal, fetched))
+        out += _unlabelled(task_id, trial, found)
+    return out
+
+
+def _unlabelled(
+    task_id: str, trial: int, found: list[tuple[Output, list[str]]]
+) -> list[LabelledExample]:
+    """A trial's proposals as unlabelled examples, each distinct one once (a repair turn often
+    resubmits the same text), numbered in order: `TASK-tTRIAL-N`."""
+    out: list[LabelledExample] = []
+    seen: set[str] = set()
+    for answer, retrieved in found:
+        if answer.model_dump_json() in seen:
+            continue
+        seen.add(answer.model_dump_json())
+        out.append(
+            LabelledExample(
+                id=f"{task_id}-t{trial}-{len(seen) - 1}",
+                task_id=task_id,
+                answer=answer,
+                retrieved=list(dict.fromkeys(retrieved)),
+                labels={},
             )
+        )
     return out
 
 
