@@ -83,6 +83,16 @@ class AgentConfig(BaseModel):
         description="reading: an unattributed answer is asked again, shown only the "
         "sentences closest to the question",
     )
+    attribute_first: bool = Field(
+        False,
+        description="reading: show the model only the sentences closest to the question, and "
+        "quote only from them",
+    )
+    answer_parts: bool = Field(
+        False,
+        description="reading: a question asking two things gets a short answer per part, each "
+        "attributed apart",
+    )
     brief: bool = Field(False, description="ask for the few words that answer, not a sentence")
     short_quote: bool = Field(False, description="ask for one short passage quoted verbatim")
 

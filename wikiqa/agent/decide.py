@@ -199,12 +199,15 @@ def signals(state: RunState, output: Output) -> dict[str, float]:
         ),
         [],
     )
-    return evidence.features(
-        state.question,
-        output.text,
-        [c.quote for c in output.citations],
-        [c.title for c in output.citations],
-        hits,
+    return (
+        evidence.features(
+            state.question,
+            output.text,
+            [c.quote for c in output.citations],
+            [c.title for c in output.citations],
+            hits,
+        )
+        | state.belief
     )
 
 

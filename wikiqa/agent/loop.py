@@ -52,7 +52,7 @@ from wikiqa.agent.prompts import (
     system_prompt,
     tools_for,
 )
-from wikiqa.agent.reading import read
+from wikiqa.agent.reading import ANSWER_TOKENS_ALTERNATIVES, Reply, read
 from wikiqa.agent.result import (
     INFRASTRUCTURE_CODES,
     AgentResult,
@@ -219,7 +219,7 @@ class _Run:
             state.messages.append(AssistantMessage(tool_calls=reads))
             state.messages.extend(run_tool(state, call) for call in reads)
         if config.mode == "reading":
-            return read(state, self._read_call, config.reading_repair)
+            return read(state, self._read_call, config)
         nudged = deciding = False
         while True:
             offered = self._offered()  # enforced on the calls below, not sent: see the docstring
@@ -267,15 +267,18 @@ class _Run:
                     results.append(run_tool(state, call, offered))
             state.messages.extend(results)
 
-    def _read_call(self, system: str, text: str, max_tokens: int) -> str:
-        """One call of the reading mode: no tools, the few tokens it needs; its reply text."""
-        options = CallOptions(max_tokens=max_tokens, temperature=0.0)
+    def _read_call(self, system: str, text: str, max_tokens: int) -> Reply:
+        """One call of the reading mode: no tools, the few tokens it needs; its reply text, and
+        its tokens' log-probabilities where the provider gives them."""
+        options = CallOptions(
+            max_tokens=max_tokens, temperature=0.0, logprobs=ANSWER_TOKENS_ALTERNATIVES
+        )
         turn = self._model_turn(
             system, tools=(), options=options, messages=[UserMessage(text=text)]
         )
         if turn.stop_reason in MODEL_REFUSALS:
-            return ""
-        return turn.message.text
+            return Reply("", None)
+        return Reply(turn.message.text, turn.logprobs)
 
     def _offered(self) -> tuple[ToolSpec, ...]:
         if self.agent.config.budget - self.state.tool_calls > CLOSING:

@@ -83,12 +83,14 @@ def tools_for(cite_sentences: bool = False) -> tuple[ToolSpec, ...]:
 def prompt_hash(config: AgentConfig) -> str:
     """Identifies the prompt and tool schemas a run used (recorded with every result): every
     lever that changes what the model is shown changes the hash."""
-    prompt = {
+    prompt: dict[str, object] = {
         "system": system_prompt(config),
         "tools": [t.model_dump() for t in tools_for(config.cite_sentences)],
     }
     if config.mode == "reading":
         prompt = {"system": READING_SYSTEM, "tools": []}
+        if config.answer_parts:  # a two-part question's user message asks for both parts
+            prompt["parts"] = True
     if not config.retrieval:
         prompt = {"system": BASELINE_SYSTEM_PROMPT, "tools": []}
     payload = json.dumps(prompt, sort_keys=True)

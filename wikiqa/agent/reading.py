@@ -12,10 +12,21 @@ Attribution is then deterministic. A sentence is a candidate when it states ever
 of the answer; candidates are ranked by what they share with the question, so a sentence that
 states the answer *as the answer to this question* beats one that merely mentions it, and one
 that shares nothing with the question is no candidate. The best candidate becomes the quote.
-An answer no sentence supports (often one from memory) gets, with the `reading_repair` lever,
+With the `attribute_first` lever the order is reversed: the sentences closest to the question
+are chosen first, and the model is shown only those (fewer tokens to read, less to be led astray
+by). An answer no sentence supports (often one from memory) gets, with the `reading_repair` lever,
 one more call: the question again, with only the k sentences closest to it, and "the short
 answer from these sentences, or unknown". The new answer is attributed by the same rule; the
 model never names a sentence, so it cannot cite one that does not exist.
+
+With the `answer_parts` lever, a question that asks two things ("Who composed Messiah, and what
+kind of composer was he?") gets one short answer per part, each attributed apart; when no
+sentence read states the second, one hop searches the first answer and asks the second part
+from the article it finds (the second part is usually about the first answer).
+
+The reading call also asks for its tokens' log-probabilities: where the provider gives them
+(our llama.cpp handler does), `belief` turns them into two signals kept beside the evidence
+ones, for the confidence model to weigh.
 
 The result is submitted through `decide`, exactly as a tool call's submission: verbatim
 grounding, the guard, strict support, trimmed quotes, the budget, `last_look` and abstention all
@@ -25,23 +36,63 @@ fetched in this run.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from wikiqa.agent.actions import run_tool
+from wikiqa.agent.config import AgentConfig
 from wikiqa.agent.decide import decide
 from wikiqa.agent.prompts import READING_SYSTEM
 from wikiqa.agent.render import datamark, numbered
 from wikiqa.agent.result import Answer, Refusal
 from wikiqa.agent.state import RunState
-from wikiqa.models import SUBMIT, ToolCall, ToolResult
+from wikiqa.models import FETCH, SEARCH, SUBMIT, TokenLogprob, ToolCall, ToolResult
 from wikiqa.text import content_words, stem
 
 ANSWER_TOKENS = 24  # the short answer; a sentence about it is cut off, not read
 REPAIR_CHOICES = 5
 UNKNOWN = re.compile(r"^\W*(unknown|i don'?t know|none|not stated|n/?a)\b", re.IGNORECASE)
 
-Ask = Callable[[str, str, int], str]  # (system, user text, output-token cap) -> the reply text
+ANSWER_TOKENS_ALTERNATIVES = 10  # likeliest first tokens asked for: where "unknown" is weighed
+
+
+class Reply(NamedTuple):
+    text: str
+    logprobs: list[TokenLogprob] | None  # None where the provider gives none
+
+
+Ask = Callable[[str, str, int], Reply]  # (system, user text, output-token cap) -> the reply
+
+
+def belief(reply: Reply) -> dict[str, float]:
+    """What the model's own token probabilities say of its short answer, as two signals beside
+    the evidence ones (none when the provider gave no log-probabilities):
+
+        answer_logprob   mean log-probability of the tokens of the reply's first line
+        p_unknown        probability, at the first token, of starting "unknown"
+
+    They are signals, not verdicts: what they are worth is measured by fitting the confidence
+    model with them (`wikiqa confidence fit --features`)."""
+    if not reply.logprobs:
+        return {}
+    line, said = [], ""
+    for t in reply.logprobs:
+        if "\n" in t.token and said.strip():
+            break
+        said += t.token
+        line.append(t.logprob)
+    first = reply.logprobs[0]
+    starts = [(first.token, first.logprob), *first.top]
+    unknown = {
+        tok: lp for tok, lp in starts if tok.strip() and "unknown".startswith(tok.strip().lower())
+    }
+    return {
+        "answer_logprob": round(sum(line) / len(line), 4) if line else 0.0,
+        "p_unknown": round(min(1.0, sum(math.exp(lp) for lp in unknown.values())), 4),
+    }
 
 
 @dataclass(frozen=True)
@@ -61,8 +112,26 @@ def leads(state: RunState) -> list[Sentence]:
     return found
 
 
-def prompt(question: str, shown: list[Sentence], spotlight: bool = False) -> str:
-    """The reading call's user message: the question, then the sentences under their titles."""
+_SECOND_PART = re.compile(
+    r",\s*and\s+(?=(?:what|which|who|whom|whose|where|when|how|why)\b)", re.IGNORECASE
+)
+
+
+def parts(question: str) -> list[str]:
+    """A question that asks two things ("Who composed Messiah, and what kind of composer was
+    he?") as its two parts, each a question; any other question as itself."""
+    found = _SECOND_PART.split(question.strip(), maxsplit=1)
+    if len(found) != 2 or not all(content_words(p) for p in found):
+        return [question]
+    first, second = (p.strip().rstrip("?").strip() for p in found)
+    return [f"{first}?", f"{second[0].upper()}{second[1:]}?"]
+
+
+def prompt(
+    question: str, shown: list[Sentence], spotlight: bool = False, asked: list[str] | None = None
+) -> str:
+    """The reading call's user message: the question, then the sentences under their titles;
+    for a question in two parts (`asked`), both parts, one short answer per line."""
     mark = datamark if spotlight else str
     lines = [f"Question: {question}", "", "Wikipedia sentences:"]
     title = None
@@ -71,8 +140,22 @@ def prompt(question: str, shown: list[Sentence], spotlight: bool = False) -> str
             title = s.title
             lines.append(f"[{title}]")
         lines.append(f"{i}. {mark(s.text)}")
+    if asked is not None and len(asked) > 1:
+        lines += ["", f"Question: {question}"]
+        lines += [f"Part {i}: {part}" for i, part in enumerate(asked, start=1)]
+        lines.append("Short answers, one line per part (each a few words, or unknown):")
+        return "\n".join(lines)
     lines += ["", f"Question: {question}", "Short answer (or unknown):"]
     return "\n".join(lines)
+
+
+def short_answers(reply: str, count: int) -> list[str | None]:
+    """A reply to a question in `count` parts: one short answer (or None) per part, read from
+    its first `count` non-empty lines, each without its "1." or "Part 1:" label."""
+    lines = [line for line in reply.strip().splitlines() if line.strip()][:count]
+    lines = [re.sub(r"^\s*(part\s*)?\d+\s*[.:)]\s*", "", ln, flags=re.IGNORECASE) for ln in lines]
+    found = [short_answer(line) for line in lines]
+    return found + [None] * (count - len(found))
 
 
 def short_answer(reply: str) -> str | None:
@@ -130,21 +213,32 @@ def closest(question: str, shown: list[Sentence], k: int = REPAIR_CHOICES) -> li
     return [s for s in ranked[:k] if asked & _stems(s.text)]
 
 
-def read(state: RunState, ask: Ask, repair: bool) -> Answer | Refusal:
-    """The reading mode's decision, once the leads are fetched (see the module docstring)."""
-    shown = leads(state)
+def read(state: RunState, ask: Ask, config: AgentConfig) -> Answer | Refusal:
+    """The reading mode's decision, once the leads are fetched (see the module docstring).
+    `attribute_first`: the model is shown only the sentences closest to the question, in
+    reading order, and the answer is attributed among them (the sentence naming the subject a
+    chosen one takes from its title may still be quoted beside it). `answer_parts`: a question
+    in two parts is asked both (`parts`), each answer attributed apart. `reading_repair`: one
+    more call for an answer no sentence states."""
+    read_ = leads(state)
+    first = config.attribute_first
+    shown = sorted(closest(state.question, read_), key=lambda s: s.order) if first else read_
     if not shown:
         return Refusal(
             reason="No article could be read for this question.", reason_code="no_results"
         )
+    asked = parts(state.question) if config.answer_parts else [state.question]
+    if len(asked) > 1:
+        return _read_parts(state, ask, shown, read_, asked, config.budget)
     reply = ask(READING_SYSTEM, prompt(state.question, shown, state.spotlight), ANSWER_TOKENS)
-    answer = short_answer(reply)
+    state.belief = belief(reply)
+    answer = short_answer(reply.text)
     if answer is None:
         return Refusal(
             reason="The retrieved articles do not state an answer.", reason_code="not_supported"
         )
     found = candidates(state.question, answer, shown)
-    if not found and repair:
+    if not found and config.reading_repair:
         answer, found = _repaired(state, ask, shown, answer)
         if answer is None:
             return Refusal(
@@ -160,7 +254,12 @@ def read(state: RunState, ask: Ask, repair: bool) -> Answer | Refusal:
         )
     best = found[0]
     state.event("decision", f"attributed to {best.title!r}, sentence {best.order + 1}")
-    citations = [{"title": s.title, "quote": s.text} for s in quotes(answer, best, shown)]
+    return _submit(state, answer, quotes(answer, best, read_))
+
+
+def _submit(state: RunState, answer: str, quoted: list[Sentence]) -> Answer | Refusal:
+    """The attributed answer, submitted through `decide` as any tool call's submission."""
+    citations = [{"title": s.title, "quote": s.text} for s in dict.fromkeys(quoted)]
     call = ToolCall(
         id="reading_submit", name=SUBMIT, arguments={"answer": answer, "citations": citations}
     )
@@ -169,6 +268,79 @@ def read(state: RunState, ask: Ask, repair: bool) -> Answer | Refusal:
         return Refusal(reason=f"The attributed answer failed its checks: {outcome.content}",
                        reason_code="ungrounded")  # fmt: skip
     return outcome
+
+
+def _read_parts(
+    state: RunState,
+    ask: Ask,
+    shown: list[Sentence],
+    read_: list[Sentence],
+    asked: list[str],
+    budget: int,
+) -> Answer | Refusal:
+    """A question in two parts: one call for both short answers, each attributed apart (the
+    second part's words include the first answer: "what nationality was *that writer*").
+
+    When no sentence read states the second answer, the second part is often about the first
+    answer, whose article was not among the leads ("which country borders Tanzania, and what
+    is *its* capital?"): one hop searches the first answer, reads the top article not read yet
+    (through the same actions, so the guard sees it), and asks the second part again from it,
+    budget allowing. An answer to the first part alone is submitted alone; without one, the
+    question is refused."""
+    text = prompt(state.question, shown, state.spotlight, asked)
+    reply = ask(READING_SYSTEM, text, ANSWER_TOKENS * len(asked))
+    state.belief = belief(reply)
+    first, second = short_answers(reply.text, 2)
+    if first is None:
+        return Refusal(
+            reason="The retrieved articles do not state an answer.", reason_code="not_supported"
+        )
+    found = candidates(asked[0], first, shown)
+    if not found:
+        state.event("decision", f"no retrieved sentence states {first!r}", answer=first)
+        return Refusal(
+            reason="The answer found is stated by no retrieved sentence.",
+            reason_code="ungrounded",
+        )
+    quoted = quotes(first, found[0], read_)
+    about = f"{asked[1]} {first}"
+    then = candidates(about, second, shown) if second and _new(second, first) else []
+    if not then and state.tool_calls + 3 <= budget:  # a search, a fetch, the submission
+        hopped = _hop(state, first)
+        if hopped:
+            reply = ask(
+                READING_SYSTEM,
+                prompt(f"{asked[1]} ({first})", hopped, state.spotlight),
+                ANSWER_TOKENS,
+            )
+            second = short_answer(reply.text)
+            then = candidates(about, second, hopped) if second and _new(second, first) else []
+            read_ = leads(state)
+    if not then:
+        state.event("decision", f"first part attributed to {found[0].title!r}; second unstated")
+        return _submit(state, first, quoted)
+    state.event("decision", f"parts attributed to {found[0].title!r} and {then[0].title!r}")
+    assert second is not None  # `then` holds candidates only for a second answer
+    return _submit(state, f"{first}; {second}", quoted + quotes(second, then[0], read_))
+
+
+def _new(second: str, first: str) -> bool:
+    """A second answer that says something the first does not ("Uganda; Uganda" does not)."""
+    return bool(_stems(second) - _stems(first))
+
+
+def _hop(state: RunState, name: str) -> list[Sentence]:
+    """Search `name`; fetch the top hit not read yet; its sentences (none when there is none,
+    or the guard quarantined them all)."""
+    known = {a.title for a in state.fetched.articles.values()}
+    search = ToolCall(id="reading_hop_search", name=SEARCH, arguments={"query": name})
+    hits = run_tool(state, search).artifact or []
+    new = next((hit.title for hit in hits if hit.title not in known), None)
+    if new is None:
+        return []
+    fetch = ToolCall(id="reading_hop_fetch", name=FETCH, arguments={"title": new})
+    run_tool(state, fetch)
+    return [s for s in leads(state) if s.title not in known]
 
 
 def _repaired(
@@ -181,7 +353,8 @@ def _repaired(
         return first, []
     state.event("repair", f"no retrieved sentence states {first!r}; asked again", answer=first)
     reply = ask(READING_SYSTEM, prompt(state.question, choices, state.spotlight), ANSWER_TOKENS)
-    answer = short_answer(reply)
+    state.belief = belief(reply)  # the answer now submitted is this call's
+    answer = short_answer(reply.text)
     if answer is None:
         return None, []
     return answer, candidates(state.question, answer, shown)

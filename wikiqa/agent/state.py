@@ -44,6 +44,9 @@ class RunState:
     tool_calls: int = 0
     repairs: int = 0
     guard_blocked: int = 0
+    # the model's own signals for the answer it proposed (`reading.belief`), kept beside the
+    # evidence signals; the shipped confidence weights do not read them
+    belief: dict[str, float] = field(default_factory=dict)
     done: set[str] = field(default_factory=set)  # calls already run: name + canonical arguments
     # cite_sentences: each submission as `decide` resolved and checked it, by call id (the loop
     # puts it in the model event's trace, `quoted`)

@@ -22,6 +22,7 @@ from wikiqa.cli.common import (
     label_suites,
     labelled,
 )
+from wikiqa.models.evidence import FEATURES, MODEL_FEATURES
 from wikiqa.terminal import echo
 
 if TYPE_CHECKING:
@@ -44,12 +45,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
     l2 = args.l2
     try:
         if args.cv:
-            found = cross_validate(frame, folds=args.cv)
+            found = cross_validate(frame, folds=args.cv, features=args.features)
             for strength, fold in found.items():
                 echo(f"l2 {strength:<5g} {args.cv}-fold AUROC {_auroc_text(fold)}")
             l2 = max(found, key=lambda k: (found[k].auroc or 0.0, k))  # ties: the stronger
             echo(f"chosen l2 {l2:g}: out-of-fold AUROC {_auroc_text(found[l2])} (by task)")
-        weights = fit(frame, risk=args.risk, l2=l2)
+        weights = fit(frame, risk=args.risk, l2=l2, features=args.features)
     except FitError as err:
         raise CliError(f"{args.run}: {err}", EXIT_USAGE) from err
     for name, w in zip(weights.features, weights.weights, strict=True):
@@ -84,7 +85,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from wikiqa.models.evidence import Weights
     from wikiqa.models.evidence import weights as evidence_weights
 
-    tasks, examples = labelled(args.labels, label_suites(args))
+    if bool(args.labels) == bool(args.run):
+        raise CliError("give label files or --run RUN (one of them)", EXIT_USAGE)
     try:
         fitted = (
             Weights.model_validate_json(read_text_bounded(args.weights, MiB, "weights file"))
@@ -94,16 +96,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as err:
         raise CliError(f"{args.weights}: not a weights file ({err})", EXIT_NOT_FOUND) from err
     try:
-        result = on_labels(examples, tasks, fitted)
+        if args.run:
+            from wikiqa.evals.labels.confidence_fit import on_run
+            from wikiqa.experiment import load_run
+
+            try:
+                frame = load_run(args.run, args.out)
+            except (FileNotFoundError, OSError) as err:
+                raise CliError(f"{args.run}: no such run ({err})", EXIT_NOT_FOUND) from err
+            result = on_run(frame, fitted or evidence_weights())
+            against, what = f"the graders' decided correctness in {args.run}", "decided"
+        else:
+            tasks, examples = labelled(args.labels, label_suites(args))
+            result = on_labels(examples, tasks, fitted)
+            against, what = "human correctness labels", "labelled"
     except (FitError, ValueError) as err:
         raise CliError(str(err), EXIT_NOT_FOUND) from err
     ci = f" [{result.auroc_ci[0]:.2f}, {result.auroc_ci[1]:.2f}]" if result.auroc_ci else ""
     auroc = "n/a" if result.auroc is None else f"{result.auroc:.3f}{ci}"
     echo(
-        f"confidence against human correctness labels: AUROC {auroc} · ECE "
+        f"confidence against {against}: AUROC {auroc} · ECE "
         f"{result.ece if result.ece is None else round(result.ece, 3)} · "
-        f"{result.points} labelled answers, "
-        f"{interval_text(result.correct, result.points)} labelled correct"
+        f"{result.points} {what} answers, "
+        f"{interval_text(result.correct, result.points)} {what} correct"
     )
     shipped = (fitted or evidence_weights()).review_below
     cuts = [("shipped review threshold", shipped)]
@@ -126,6 +141,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _features(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in (*FEATURES, *MODEL_FEATURES)]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown signal {', '.join(unknown) or '(none)'}: choose from "
+            f"{', '.join((*FEATURES, *MODEL_FEATURES))}"
+        )
+    return names
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("confidence", help="fit the confidence model on a recorded run")
     group = p.add_subparsers(dest="confidence_command", required=True, metavar="COMMAND")
@@ -143,6 +169,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     f.add_argument("--cv", type=int, default=0, metavar="K", help="choose --l2 by task-grouped "
                    "K-fold cross-validation and print each strength's out-of-fold AUROC")  # fmt: skip
     f.add_argument("--out", type=Path, help="results directory the run is in")
+    f.add_argument("--features", type=_features, default=FEATURES, metavar="A,B,...",
+                   help=f"signals to fit on (default the evidence ones: {','.join(FEATURES)}; "
+                   f"the reading mode's model also gives {','.join(MODEL_FEATURES)})")  # fmt: skip
     f.add_argument("--write", action="store_true", help="replace the shipped weights")
     f.add_argument("--save", type=Path, metavar="PATH", help="also write the weights to PATH "
                    "(for `confidence check --weights`), leaving the shipped ones alone")  # fmt: skip
@@ -154,7 +183,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "correctness label by the shipped confidence, and report AUROC (95% bootstrap "
         "interval) and ECE against the human's call.",
     )
-    c.add_argument("labels", nargs="+", type=Path, metavar="LABELS", help="label files (JSONL)")
+    c.add_argument("labels", nargs="*", type=Path, metavar="LABELS", help="label files (JSONL)")
+    c.add_argument("--run", help="instead of labels: a run id or parquet path, scored against "
+                   "its graders' decided correctness (a run the weights were not fitted on)")  # fmt: skip
+    c.add_argument("--out", type=Path, help="results directory the --run is in")
     add_label_suites(c)
     c.add_argument("--weights", type=Path, metavar="PATH", help="score with these weights (a "
                    "file `confidence fit --save` wrote) instead of the shipped ones")  # fmt: skip

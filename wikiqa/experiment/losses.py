@@ -14,7 +14,10 @@ lost to infrastructure errors left out):
                 undecided (left to a judge), or not attempted (a refusal)
 
 Each trial ending incorrect or not attempted is then put down to one cause, apart for the gold
-in reach or not: the model proposed the gold but its quote was not verbatim (`citation_problems`)
+in reach or not: in the reading mode, the model answered with the gold but the code found no
+sentence stating it, or the attributed submission failed its checks (`not_attributed`, a cause
+only reading-mode runs have); the
+model proposed the gold but its quote was not verbatim (`citation_problems`)
 or its answer was not in its quotes (`support_problems`), each check as the run ran it (its
 `strict_support`, its `trim_quotes`); it passed both and still did not end correct; or the
 model never proposed the gold (it read the text wrong, or refused). The first two are losses to
@@ -36,7 +39,7 @@ from wikiqa.evals import results_dir
 from wikiqa.evals.analysis.stats import count_text
 from wikiqa.evals.graders import correctness_of
 from wikiqa.evals.graders.aliases import stated
-from wikiqa.evals.labels.validation import LabelledExample, proposals
+from wikiqa.evals.labels.validation import UNREADABLE, LabelledExample, proposals
 from wikiqa.evals.running.records import RunMeta
 from wikiqa.evals.running.runlog import find_log
 from wikiqa.evals.tasks.task import Task, load_tasks
@@ -46,7 +49,13 @@ from wikiqa.sources import SnapshotSource, WikiSource
 from wikiqa.text import sentences
 
 OUTCOMES = ("correct", "incorrect", "undecided", "not_attempted")
-CAUSES = ("quote_not_verbatim", "answer_not_in_quotes", "passed_checks", "never_proposed")
+CAUSES = (
+    "not_attributed",
+    "quote_not_verbatim",
+    "answer_not_in_quotes",
+    "passed_checks",
+    "never_proposed",
+)
 
 
 def losses_by_stage(
@@ -64,7 +73,8 @@ def losses_by_stage(
     tasks = {t.id: t for t in load_tasks(suite)}
     source = source if source is not None else SnapshotSource()
     by_trial: dict[tuple[str, int], list[LabelledExample]] = defaultdict(list)
-    for example in proposals(log.trials):
+    reading = meta.config.agent.mode == "reading"
+    for example in proposals(log.trials, reading=reading):
         by_trial[(example.task_id, _trial_of(example))].append(example)
     counts: Counter[str] = Counter()
     lost: dict[str, Counter[str]] = {"in_reach": Counter(), "out_of_reach": Counter()}
@@ -109,7 +119,10 @@ def losses_by_stage(
         **{k: counts[k] for k in ("trials", "expected_fetched", "in_reach", "gold_proposed")},
         "gold_proposed_out_of_reach": counts["gold_proposed_out_of_reach"],
         "outcomes": {k: counts[k] for k in OUTCOMES},
-        "lost": {side: {k: found[k] for k in CAUSES} for side, found in lost.items()},
+        "lost": {
+            side: {k: found[k] for k in CAUSES if reading or k != "not_attributed"}
+            for side, found in lost.items()
+        },
     }
 
 
@@ -166,6 +179,8 @@ def _cause(gold: LabelledExample | None, task: Task, source: WikiSource, meta: R
     if gold is None:
         return "never_proposed"
     assert isinstance(gold.answer, Answer)
+    if meta.config.agent.mode == "reading" and UNREADABLE in gold.answer.citations:
+        return "not_attributed"
     fetched = Fetched()  # what the model had fetched when it proposed the gold
     for title in gold.retrieved:
         article = source.get_article(title)

@@ -33,6 +33,9 @@ from wikiqa.models.reading import answer_type, names, spans, without_names
 from wikiqa.text import content_words, stem, words
 
 FEATURES = ("support", "focus", "named", "rank", "typed", "type_match", "short")
+# The model's own signals, where its provider gives token log-probabilities (the reading mode's
+# `belief`): recorded beside the evidence signals, read only by weights fitted on them.
+MODEL_FEATURES = ("answer_logprob", "p_unknown")
 WEIGHTS_FILE = "confidence.json"
 
 

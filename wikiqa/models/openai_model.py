@@ -29,6 +29,7 @@ from wikiqa.models.protocol import (
     Message,
     ModelTurn,
     ModelUnavailable,
+    TokenLogprob,
     TokenUsage,
     ToolCall,
     ToolResult,
@@ -129,7 +130,23 @@ def from_openai(response: Any, tool_names: frozenset[str] = frozenset()) -> Mode
         ),
         stop_reason=choice.finish_reason,
         model=response.model or "",
+        logprobs=_logprobs(getattr(choice, "logprobs", None)),
     )
+
+
+def _logprobs(given: Any) -> list[TokenLogprob] | None:
+    """The reply's token log-probabilities (OpenAI's `choices[0].logprobs.content`), or None."""
+    content = getattr(given, "content", None)
+    if not content:
+        return None
+    return [
+        TokenLogprob(
+            token=t.token,
+            logprob=t.logprob,
+            top=[(a.token, a.logprob) for a in (t.top_logprobs or [])],
+        )
+        for t in content
+    ]
 
 
 class _Raw:
@@ -242,6 +259,9 @@ class OpenAIModel:
             ]
             asked = options.tool_choice if options is not None else None
             request["tool_choice"] = self.tool_choice or asked or "auto"
+        if options is not None and options.logprobs is not None:
+            request["logprobs"] = True
+            request["top_logprobs"] = options.logprobs
         if options is not None and options.temperature is not None and not _reasoning(self.model):
             request["temperature"] = options.temperature
         if options is not None and options.response_schema is not None:

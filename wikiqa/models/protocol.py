@@ -98,6 +98,14 @@ class ToolResult(BaseModel):
 Message = UserMessage | AssistantMessage | ToolResult
 
 
+class TokenLogprob(BaseModel):
+    """One generated token's log-probability, and the likeliest tokens at its step."""
+
+    token: str
+    logprob: float
+    top: list[tuple[str, float]] = Field(default_factory=list)
+
+
 class ModelTurn(BaseModel):
     """One model call's reply."""
 
@@ -106,6 +114,9 @@ class ModelTurn(BaseModel):
     stop_reason: str | None = None
     model: str = Field(description="The model id the provider reports having used.")
     cached: bool = Field(False, description="Served from the response cache, not the model.")
+    logprobs: list[TokenLogprob] | None = Field(
+        None, description="Per generated token, when the call asked and the provider gives them."
+    )
 
 
 class CallOptions(BaseModel):
@@ -132,13 +143,25 @@ class CallOptions(BaseModel):
         ),
     )
 
+    logprobs: int | None = Field(
+        None,
+        ge=0,
+        le=20,
+        description=(
+            "Ask for each generated token's log-probability and this many likeliest "
+            "alternatives per step, where the provider gives them (OpenAI-compatible servers, "
+            "our llama.cpp handler); others ignore it."
+        ),
+    )
+
     @model_serializer(mode="wrap")
     def _without_unset_choice(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Dumped as before the field existed when it is unset: judge transcripts and the
+        """Dumped as before these fields existed when they are unset: judge transcripts and the
         response cache's keys (which hold this dump) stay the same for every earlier call."""
         dumped: dict[str, Any] = handler(self)
-        if dumped.get("tool_choice") is None:
-            dumped.pop("tool_choice", None)
+        for later in ("tool_choice", "logprobs"):
+            if dumped.get(later) is None:
+                dumped.pop(later, None)
         return dumped
 
 

@@ -112,3 +112,27 @@ def test_a_judge_on_the_local_server_gets_json_of_its_schema(served: str) -> Non
     assert outcome.verdict.grade in {"correct", "incorrect", "not_attempted"}
     again = judge.simpleqa("What is the capital of France?", "Paris", ["Paris"], "Lyon.")
     assert again.verdict is not None and again.transcript["fallback"] is None
+
+
+def test_the_server_gives_each_tokens_logprob_when_asked(served: str) -> None:
+    """What the reading mode's confidence signals are read from: one entry per generated token,
+    the tokens spelling the reply, log-probabilities at most 0, the alternatives best first and
+    the sampled token (greedy, no grammar) the likeliest of them."""
+    model, base_url = served.removeprefix("openai:").split("@", 1)
+    client = openai.OpenAI(api_key="not-needed", base_url=base_url, timeout=300)
+    messages: list[Any] = [{"role": "user", "content": "Who wrote Hamlet? Answer in two words."}]
+    reply = client.chat.completions.create(
+        model=model, messages=messages, max_tokens=8, logprobs=True, top_logprobs=5
+    )
+    choice = reply.choices[0]
+    assert choice.logprobs is not None and choice.logprobs.content
+    tokens = choice.logprobs.content
+    assert "".join(t.token for t in tokens).strip() == (choice.message.content or "").strip()
+    assert reply.usage is not None and len(tokens) <= reply.usage.completion_tokens
+    for t in tokens:
+        assert t.logprob <= 0.0 and len(t.top_logprobs) == 5
+        alternatives = [a.logprob for a in t.top_logprobs]
+        assert alternatives == sorted(alternatives, reverse=True)
+        assert t.logprob == pytest.approx(alternatives[0], abs=1e-4)
+    unasked = client.chat.completions.create(model=model, messages=messages, max_tokens=8)
+    assert unasked.choices[0].logprobs is None

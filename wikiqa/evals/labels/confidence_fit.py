@@ -77,9 +77,17 @@ def _points(frame: pd.DataFrame) -> tuple[list[dict[str, float]], list[bool], li
     )
 
 
-def _design(signals: list[dict[str, float]]) -> np.ndarray:
-    x = np.array([[s[f] for f in FEATURES] for s in signals], dtype=float).reshape(
-        -1, len(FEATURES)
+def _design(signals: list[dict[str, float]], features: tuple[str, ...] = FEATURES) -> np.ndarray:
+    missing = sorted({f for s in signals for f in features if f not in s})
+    if missing:
+        had = sum(all(f in s for f in features) for s in signals)
+        raise FitError(
+            f"{len(signals) - had} of {len(signals)} decided answers carry no "
+            f"{', '.join(missing)} signal (a provider without log-probabilities, or a run "
+            "recorded before it was kept)"
+        )
+    x = np.array([[s[f] for f in features] for s in signals], dtype=float).reshape(
+        -1, len(features)
     )
     return np.hstack([np.ones((len(x), 1)), x])
 
@@ -111,7 +119,11 @@ class Fold(NamedTuple):
 
 
 def cross_validate(
-    frame: pd.DataFrame, l2s: tuple[float, ...] = L2_GRID, folds: int = 5, seed: int = 0
+    frame: pd.DataFrame,
+    l2s: tuple[float, ...] = L2_GRID,
+    folds: int = 5,
+    seed: int = 0,
+    features: tuple[str, ...] = FEATURES,
 ) -> dict[float, Fold]:
     """Out-of-fold AUROC of the fit for each L2 strength: every task's trials sit in one fold
     (seeded), each fold is scored by weights fitted on the others, and the scores are pooled.
@@ -125,7 +137,7 @@ def cross_validate(
         raise FitError(f"{folds}-fold cross-validation needs {folds} tasks with decided answers")
     order = np.random.default_rng(seed).permutation(len(groups))
     fold_of = {groups[i]: rank % folds for rank, i in enumerate(order)}
-    x, y = _design(signals), np.array(labels, dtype=float)
+    x, y = _design(signals, features), np.array(labels, dtype=float)
     which = np.array([fold_of[t] for t in tasks])
     found: dict[float, Fold] = {}
     for l2 in l2s:
@@ -140,18 +152,22 @@ def cross_validate(
     return found
 
 
-def fit(frame: pd.DataFrame, risk: float = 0.25, l2: float = 1.0) -> Weights:
-    """Weights for `evidence.score`, fitted on one run; `risk` sets the review threshold."""
+def fit(
+    frame: pd.DataFrame, risk: float = 0.25, l2: float = 1.0, features: tuple[str, ...] = FEATURES
+) -> Weights:
+    """Weights for `evidence.score` over `features` (the evidence signals by default; the
+    model's own, `answer_logprob` and `p_unknown`, where the run kept them), fitted on one run;
+    `risk` sets the review threshold."""
     signals, labels = points(frame)
     if len(set(labels)) < 2:
         raise FitError(f"need correct and incorrect answers to fit; got {len(labels)} points")
-    x = _design(signals)
+    x = _design(signals, features)
     beta = _newton(x, np.array(labels, dtype=float), l2)
     scores = list(1.0 / (1.0 + np.exp(-x @ beta)))
     run = str(frame["run_id"].iloc[0]) if "run_id" in frame.columns else "?"
     suite = str(frame["suite"].iloc[0]) if "suite" in frame.columns else "?"
     return Weights(
-        features=list(FEATURES),
+        features=list(features),
         weights=[round(float(b), 4) for b in beta[1:]],
         bias=round(float(beta[0]), 4),
         review_below=review_threshold(scores, labels, risk),
@@ -159,6 +175,17 @@ def fit(frame: pd.DataFrame, risk: float = 0.25, l2: float = 1.0) -> Weights:
         points=len(labels),
         auroc_fit=round(auroc(scores, labels) or 0.5, 4),
     )
+
+
+def on_run(frame: pd.DataFrame, fitted: Weights) -> ConfidenceReport:
+    """`fitted` weights scored on another run's decided answers (its graders' correctness):
+    how weights fitted on one suite rank the answers of a suite they never saw."""
+    signals, labels, tasks = _points(frame)
+    _design(signals, tuple(fitted.features))  # every answer carries what the weights read
+    if not signals:
+        raise FitError("the run has no answered trial with decided correctness")
+    scores = [evidence.score(s, fitted) for s in signals]
+    return report(scores, labels, tasks)  # a task's trials resampled together
 
 
 def review_threshold(scores: list[float], labels: list[bool], risk: float) -> float:

@@ -25,6 +25,7 @@ from wikiqa.agent import (
     quotable_text,
 )
 from wikiqa.agent.citing import UNRESOLVED
+from wikiqa.agent.reading import short_answer
 from wikiqa.evals.graders import grade
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.running.records import TrialRecord
@@ -70,7 +71,9 @@ def load_labels(path: Path) -> list[LabelledExample]:
     return examples
 
 
-def proposals(trials: Mapping[tuple[str, int], TrialRecord]) -> list[LabelledExample]:
+def proposals(
+    trials: Mapping[tuple[str, int], TrialRecord], reading: bool = False
+) -> list[LabelledExample]:
     """Every answer and refusal a model proposed in a run, unlabelled, ready for a human.
 
     Read from the trace, not the final output: the agent rejects a submission whose quotes are
@@ -82,13 +85,21 @@ def proposals(trials: Mapping[tuple[str, int], TrialRecord]) -> list[LabelledExa
     one turn is a model's way of reading and citing at once; its fetch events follow the
     turn's model event in the trace); identical proposals within a trial are kept once.
     Label each example's
-    `labels` by hand (dimension -> pass | fail | n/a) before using it."""
+    `labels` by hand (dimension -> pass | fail | n/a) before using it.
+
+    In the reading mode (`reading`) the model proposes a short answer in plain text and the code
+    attributes it: each reply's answer is a proposal, cited as the trial's output cites it when
+    the output is that answer, else with an `UNREADABLE` citation (no sentence was found to state
+    it, or the attributed submission failed its checks); a reply saying it does not know is a
+    refusal."""
+    if reading:
+        return _read_proposals(trials)
 
     out: list[LabelledExample] = []
     for (task_id, trial), record in sorted(trials.items()):
         trace = record.result.trace
         fetched: list[str] = []
-        seen: set[str] = set()  # a repair turn often resubmits the same text; keep it once
+        found: list[tuple[Output, list[str]]] = []
         for i, event in enumerate(trace):
             if _fetched(event):
                 fetched.append(str(event.detail["title"]))
@@ -101,17 +112,57 @@ def proposals(trials: Mapping[tuple[str, int], TrialRecord]) -> list[LabelledExa
                 turn += [str(later.detail["title"])] if _fetched(later) else []
             for call in event.detail.get("calls", []):
                 answer = _proposed(call)
-                if answer is not None and answer.model_dump_json() not in seen:
-                    seen.add(answer.model_dump_json())
-                    out.append(
-                        LabelledExample(
-                            id=f"{task_id}-t{trial}-{len(seen) - 1}",
-                            task_id=task_id,
-                            answer=answer,
-                            retrieved=list(dict.fromkeys(fetched + turn)),
-                            labels={},
-                        )
-                    )
+                if answer is not None:
+                    found.append((answer, fetched + turn))
+        out += _unlabelled(task_id, trial, found)
+    return out
+
+
+def _read_proposals(trials: Mapping[tuple[str, int], TrialRecord]) -> list[LabelledExample]:
+    out: list[LabelledExample] = []
+    for (task_id, trial), record in sorted(trials.items()):
+        final = record.result.output
+        fetched = [str(e.detail["title"]) for e in record.result.trace if _fetched(e)]
+        found: list[tuple[Output, list[str]]] = []
+        for event in record.result.trace:
+            if event.kind != "model" or event.detail.get("calls"):
+                continue
+            said = short_answer(str(event.detail.get("text") or ""))
+            proposal: Output = (
+                Refusal(reason="The model said it does not know.", reason_code="not_supported")
+                if said is None
+                else Answer(
+                    text=said,
+                    citations=final.citations
+                    if isinstance(final, Answer) and final.text == said
+                    else [UNREADABLE],
+                )
+            )
+            found.append((proposal, fetched))
+        out += _unlabelled(task_id, trial, found)
+    return out
+
+
+def _unlabelled(
+    task_id: str, trial: int, found: list[tuple[Output, list[str]]]
+) -> list[LabelledExample]:
+    """A trial's proposals as unlabelled examples, each distinct one once (a repair turn often
+    resubmits the same text), numbered in order: `TASK-tTRIAL-N`."""
+    out: list[LabelledExample] = []
+    seen: set[str] = set()
+    for answer, retrieved in found:
+        if answer.model_dump_json() in seen:
+            continue
+        seen.add(answer.model_dump_json())
+        out.append(
+            LabelledExample(
+                id=f"{task_id}-t{trial}-{len(seen) - 1}",
+                task_id=task_id,
+                answer=answer,
+                retrieved=list(dict.fromkeys(retrieved)),
+                labels={},
+            )
+        )
     return out
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import llama_cpp
+import numpy as np
 from llama_cpp import llama_chat_format, llama_grammar
 from llama_cpp.server import __main__ as llama_server
 
@@ -85,13 +86,15 @@ def handler(
     seed: int | None = None,
     model: str | None = None,
     stream: bool = False,
+    logprobs: bool | None = None,
+    top_logprobs: int | None = None,
     **_: Any,
 ) -> dict[str, Any]:
     if stream:
         raise ValueError(f"{CHAT_FORMAT} does not stream")
     gbnf = reply_grammar(tools or [], tool_choice, response_format)
     prompt = render_prompt(messages, tools or [])
-    clock = _Clock()
+    clock = _Clock(llama, top_logprobs or 0) if logprobs else _Clock()
     tokens = llama.tokenize(prompt.encode("utf-8"), special=True)  # as create_completion does
     cached = _shared_prefix(list(llama._input_ids[: llama.n_tokens]), tokens)
     completion = llama.create_completion(
@@ -124,12 +127,13 @@ def handler(
     if calls:
         message["tool_calls"] = calls
         finish = "tool_calls" if finish == "stop" else finish
+    scored = clock.logprobs(finish == "length" and gbnf is None) if logprobs else None
     return {
         "id": "chat" + completion["id"],
         "object": "chat.completion",
         "created": completion["created"],
         "model": completion["model"],
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "choices": [{"index": 0, "message": message, "logprobs": scored, "finish_reason": finish}],
         "usage": usage,
         "timings": timings,  # named as llama.cpp's own server names them (dropped, see LOG_ENV)
     }
@@ -156,16 +160,51 @@ def _shared_prefix(evaluated: list[int], tokens: list[int]) -> int:
 
 
 class _Clock:
-    """A logits processor that only timestamps: llama.cpp calls it once per sampled token, the
-    first time right after the prompt is evaluated, so prefill and decode are timed apart."""
+    """A logits processor that only reads: llama.cpp calls it once per sampled token, the first
+    time right after the prompt is evaluated, so prefill and decode are timed apart.
 
-    def __init__(self) -> None:
+    Given the model (`llama`), it also keeps each step's log-probabilities, the scores before
+    any grammar: what the model believed, in the OpenAI chat format. llama-cpp-python's own
+    `logprobs` needs the model loaded with `logits_all`, which keeps a vocabulary-wide row per
+    context position; here only the steps of this reply are kept. The token sampled at a step is
+    read at the next one (the last of `input_ids`); the last step's, never evaluated, is its
+    most likely token when decoding was greedy and unconstrained (`last_is_argmax`), else left
+    out."""
+
+    def __init__(self, llama: Any = None, top: int = 0) -> None:
         self.start = time.perf_counter()
         self.steps: list[float] = []
+        self.llama, self.top = llama, max(0, min(top, 20))
+        self.rows: list[Any] = []  # each step's log-softmax over the vocabulary
+        self.chosen: list[int] = []
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         self.steps.append(time.perf_counter())
+        if self.llama is not None:
+            if self.rows:
+                self.chosen.append(int(input_ids[-1]))
+            shifted = scores - scores.max()
+            self.rows.append(shifted - np.log(np.exp(shifted).sum()))
         return scores
+
+    def logprobs(self, last_is_argmax: bool) -> dict[str, Any]:
+        chosen = self.chosen + (
+            [int(self.rows[-1].argmax())] if last_is_argmax and self.rows else []
+        )
+        content = []
+        for token, row in zip(chosen, self.rows, strict=False):
+            best: list[int] = [int(t) for t in np.argsort(row)[::-1][: self.top]]
+            content.append(
+                {
+                    **self._token(token, row),
+                    "top_logprobs": [self._token(t, row) for t in best],
+                }
+            )
+        return {"content": content, "refusal": None}
+
+    def _token(self, token: int, row: Any) -> dict[str, Any]:
+        text = self.llama.detokenize([token]).decode("utf-8", errors="replace")
+        return {"token": text, "logprob": float(row[token]), "bytes": None}
 
     def timings(self, prefilled: int) -> dict[str, float]:
         end = time.perf_counter()
