@@ -1,6 +1,7 @@
 """The reading mode's own signals and its attribute-first lever: the model's token
 probabilities read into two confidence signals, requested and parsed end to end (the real
-server's side is in test_local), and the model shown only the sentences closest to the question."""
+server's side is in tests/models/local/test_server.py), and the model shown only the sentences
+closest to the question."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from wikiqa.models import (
 from wikiqa.models.openai_model import from_openai
 from wikiqa.sources import SnapshotSource
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "Who developed the FLOW-MATIC programming language?"
 
 
@@ -199,6 +200,7 @@ def test_the_fit_can_weigh_the_models_own_signals_and_score_another_run() -> Non
         on_run(_run([-0.1, -2.0], ["pass", "fail"], keep_belief=False), weights)
 
 
+@pytest.mark.slow
 def test_the_cli_fits_on_named_signals_and_checks_weights_on_a_run(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -245,12 +247,9 @@ def test_the_reading_modes_blind_labels_give_the_reported_agreement(
     )
     rows = figures_table("reading-mode.md", "### The graders on the reading mode's answers")
     for dimension, got in found["dimensions"].items():
-        agree, decided = map(
-            int,
-            re.match(
-                r"(\d+)/(\d+) ", cell(rows, "dimension", dimension, "agree where decided")
-            ).groups(),
-        )
+        shown = re.match(r"(\d+)/(\d+) ", cell(rows, "dimension", dimension, "agree where decided"))
+        assert shown, dimension
+        agree, decided = map(int, shown.groups())
         assert got == {
             "labelled": int(cell(rows, "dimension", dimension, "labelled")),
             "agree": agree,
