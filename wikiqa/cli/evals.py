@@ -209,7 +209,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=positive_int, default=8)
     p.add_argument("--executor", default=None, help=EXECUTOR_HELP)
     add_agent_flags(p)
-    p.add_argument("--limit", type=positive_int, default=None, help="run only the first N tasks")
+    p.add_argument(
+        "--limit",
+        type=positive_int,
+        default=None,
+        help="run N tasks drawn across the suite's categories "
+        "(each category at least once, then in proportion)",
+    )
     p.add_argument(
         "--out",
         type=Path,

@@ -56,6 +56,7 @@ from wikiqa.evals.tasks.task import (
     read_suite,
     refuse_held_out,
     resolve_suite,
+    sample,
 )
 from wikiqa.models import Model
 from wikiqa.outputs import check_run_id
@@ -202,7 +203,7 @@ class Runner:
         all_tasks = parse_tasks(raw, suite_path)
         if not config.holdout:
             refuse_held_out(all_tasks, suite_path)
-        tasks = all_tasks[: config.limit]
+        tasks = sample(all_tasks, config.limit)
         digest = bytes_hash(raw)
         check_replay(self.source, digest)
         now = datetime.now(UTC)
