@@ -24,8 +24,10 @@ def table(summary: Summary) -> Any:
         rows[category] = {d: cells[d].text(interval=True) if d in cells else "-" for d in COLUMNS}
         rows[category]["tasks"] = summary.task_cells[category].text(interval=True)
     frame = pd.DataFrame.from_dict(rows, orient="index")
+    kind = "Wilson's" if summary.trials <= 1 else f"clustered by task, {summary.trials} trials"
     return frame.style.set_table_styles(NOWRAP).set_caption(
-        "passes/applicable [95% interval]; ?n undecided (needs a judge), !n infrastructure errors"
+        f"passes/applicable [95% interval: {kind}]; ?n undecided by the offline graders (decide "
+        "them with a judge, or at human rates: `wikiqa outcomes`); !n infrastructure errors"
     )
 
 

@@ -43,9 +43,12 @@ HEADER = """# Change log
 
 One row per recorded run: what changed, what kind of change it was, and the per-dimension pass
 rate over the whole suite (passes/applicable after the majority vote across trials, with the 95%
-Wilson interval of the rate). The last
+Wilson interval of the rate; the terminal's table, for a run of several trials, shows the interval
+clustered by task instead, so the two differ). The last
 column is the paired change in tasks passing everything against the previous row of the same
-suite, with its 95% interval and McNemar's p; only a significant one is more than noise. Rows of
+suite (or the step it names), with its 95% interval and McNemar's p; only a significant one is more
+than noise, and one against a run of another model, source or judge says so ("not like with
+like"): it measures that difference as well as the change. Rows of
 kind `grader` recalibrate the instrument; compare scores across them with care. Generated from
 `changelog.jsonl` by `wikiqa.evals.climb.changelog`; do not edit by hand.
 
