@@ -77,7 +77,9 @@ def evaluate(
         rows = check(config.out)
         if config.holdout and not resume:
             check_holdout(config)
-        outcome = run_eval(config, resume, admit=lambda meta: _refuse_twin(meta, rows), **runner)
+        # a rerun with nothing new is refused, unless a held-out rerun was asked for by name
+        twins = [] if config.allow_holdout_rerun else rows
+        outcome = run_eval(config, resume, admit=lambda meta: _refuse_twin(meta, twins), **runner)
         return outcome, record(outcome, policy, against)
 
 
