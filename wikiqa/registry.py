@@ -26,7 +26,7 @@ from pathlib import Path
 from wikiqa.models import Model
 from wikiqa.sources import WikiSource
 
-__all__ = ["open_model", "open_source"]
+__all__ = ["model_levers", "open_model", "open_source"]
 
 
 def _options(text: str) -> dict[str, str]:
@@ -37,6 +37,22 @@ def _options(text: str) -> dict[str, str]:
             raise ValueError(f"bad model option {item!r}: expected key=value")
         options[key.strip()] = value.strip()
     return options
+
+
+def model_levers(spec: str) -> tuple[str, str]:
+    """What a model spec names, and the options it sets, without where the model is served:
+    `openai:qwen2.5-coder-1.5b@http://127.0.0.1:8080/v1;tool_choice=required` is the model
+    `qwen2.5-coder-1.5b` with `tool_choice=required` (another port serves the same model), and
+    `extractive:abstain=0.4` is `extractive` with `abstain=0.4`: two runs of one model are
+    comparable, their options are the levers a climb changes."""
+    kind, _, rest = spec.partition(":")
+    if kind == "openai" and rest:
+        rest, _, options = rest.partition(";")
+        at = re.search(r"@(?=https?://)", rest) or re.search(r"@[^@]*$", rest)
+        return (rest[: at.start()] if at else rest), options
+    if kind == "extractive":
+        return kind, rest
+    return (rest if kind == "anthropic" and rest else spec), ""
 
 
 def open_model(spec: str = "extractive") -> Model:

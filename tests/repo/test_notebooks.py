@@ -496,6 +496,7 @@ def test_exploratory_runs_stay_out_of_the_climb_and_recorded_ones_go_in(
     ]
     assert main(["experiment", "run", step, *grid]) == 0
     changes = [r.change for r in changelog.read(tmp_path / "g")]
-    assert changes == ["01_agent_baseline grid: LIMIT=1", "01_agent_baseline grid: LIMIT=2"]
+    base = "agent baseline: search, fetch, quote or refuse"
+    assert changes == [f"{base} (-p TRIALS=1, LIMIT={n})" for n in (1, 2)]
     shown = capsys.readouterr().out
     assert "== the grid of 01_agent_baseline.ipynb" in shown and "\nLIMIT=2  " in shown

@@ -97,8 +97,11 @@ def _resumed(config: Any, resume: str) -> Any:
     )
 
 
-def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "explore") -> Any:
-    """Run (or resume) and record by `policy`: the change-log row, if any, is `climb`'s call."""
+def _evaluate(
+    config: Any, resume: str | None, progress: bool, policy: Any = "explore"
+) -> tuple[Any, Any]:
+    """Run (or resume) and record by `policy`: (the outcome, its change-log row or None); the
+    row, if any, is `climb`'s call."""
     from wikiqa.evals import ExecutorError, HoldoutRefused, SelfJudging, TaskError, evaluate
     from wikiqa.evals.running.locks import Busy
     from wikiqa.evals.running.runlog import RunLogError
@@ -106,8 +109,7 @@ def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "ex
     try:
         if resume:
             config = _resumed(config, resume)
-        outcome, _ = evaluate(config, policy, resume, progress=progress, notify=_tell)
-        return outcome
+        return evaluate(config, policy, resume, progress=progress, notify=_tell)
     except (TaskError, HoldoutRefused, SelfJudging, SnapshotError, RunLogError, Busy) as err:
         raise CliError(str(err)) from err
     except ExecutorError as err:  # Ray missing, or the cluster unreachable
@@ -117,14 +119,20 @@ def _evaluate(config: Any, resume: str | None, progress: bool, policy: Any = "ex
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from wikiqa.evals import InfrastructureFailure, render
+    from wikiqa.evals import InfrastructureFailure, NothingNew, render
 
     config = _run_config(args)
     progress = not args.json and sys.stderr.isatty()
+    row = None
     try:
-        outcome = _evaluate(config, args.resume, progress, "record" if args.record else "explore")
+        outcome, row = _evaluate(
+            config, args.resume, progress, "record" if args.record else "explore"
+        )
     except InfrastructureFailure as err:  # nothing to record; the run is reported below
         outcome = err.outcome
+    except NothingNew as err:  # a rerun of a recorded row: nothing ran, nothing to add
+        echo(str(err))
+        return 0
     if args.json:
         echo(outcome.model_dump_json(indent=2))
     else:
@@ -136,6 +144,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"{outcome.judge_calls} judge calls"
         )
         echo(f"parquet: {outcome.parquet}")
+        if row is not None:
+            from wikiqa.experiment import delta_line
+
+            echo(f"change log: Δ tasks pass-all {delta_line(row, config.out)}")
     if outcome.summary.errors:
         asked = args.record or outcome.meta.config.holdout
         recorded = " (nothing recorded)" if outcome.all_failed and asked else ""
@@ -170,7 +182,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             if trials is None and not args.write_baseline and args.baseline.exists():
                 trials = gate.read_baseline(args.baseline).trials
             args.trials = trials
-            outcome = _evaluate(_run_config(args), None, progress=False)
+            outcome, _ = _evaluate(_run_config(args), None, progress=False)
             frame = outcome.frame  # the run in memory: nothing it wrote is read back
     if args.write_baseline:
         baseline = gate.write_baseline(frame, args.baseline)
@@ -209,7 +221,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=positive_int, default=8)
     p.add_argument("--executor", default=None, help=EXECUTOR_HELP)
     add_agent_flags(p)
-    p.add_argument("--limit", type=positive_int, default=None, help="run only the first N tasks")
+    p.add_argument(
+        "--limit",
+        type=positive_int,
+        default=None,
+        help="run N tasks drawn across the suite's categories "
+        "(each category at least once, then in proportion)",
+    )
     p.add_argument(
         "--out",
         type=Path,

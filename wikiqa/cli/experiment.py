@@ -6,6 +6,8 @@ Each executed run is summarised from the change log rows it appended, so the she
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +58,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         if extra is not None:  # `experiments/0*.ipynb` on a fresh clone: say so, go on
             echo(
                 f"== {Path(notebook).name}: skipped, it needs the `{extra}` extra "
-                f"(`make test-local` installs it)",
+                f"({experiment.INSTALLS.get(extra, f'pip install -e .[{extra}]')})",
                 flush=True,
             )
             continue
@@ -67,8 +69,8 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         # failures) reads the committed climb unless given -p OUT
         step = "RECORD" in takes
         where = chosen if step or given or args.out else {}
-        recorded = [({"RECORD": True} if step else {}) | r | where for r in runs]
-        points = _labelled(Path(notebook), recorded)
+        points = [({"RECORD": True} if step else {}) | r | where for r in runs]
+        varied = [k for k in runs[0] if len({str(r.get(k)) for r in runs}) > 1]
         grid_rows = []
         for parameters in points:
             before = len(_rows(out))
@@ -78,12 +80,24 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
             echo(f"== {Path(notebook).name} ({label})", flush=True)
             try:
                 executed = experiment.execute(Path(notebook), parameters, out)
+            except KeyboardInterrupt:
+                return _interrupted(Path(notebook), parameters, out, started, args)
             except experiment.StepFailed as err:  # papermill's error, with where the copy is
+                ename = getattr(err.cause, "ename", "")
+                if ename == experiment.NOTHING_NEW:  # a rerun of a recorded row: not an error
+                    echo(f"change log:         not recorded: {getattr(err.cause, 'evalue', '')}")
+                    echo("executed notebook:  the earlier copy is kept")
+                    continue
                 # a run that met only outages is the infrastructure's failure, not the step's
-                outage = getattr(err.cause, "ename", "") == "InfrastructureFailure"
+                outage = ename == "InfrastructureFailure"
                 raise CliError(f"{notebook}: {err}", EXIT_UNAVAILABLE if outage else 1) from err
             rows = _rows(out)[before:]
-            grid_rows += rows
+            point = ", ".join(f"{k}={parameters[k]}" for k in varied)
+            grid_rows += [(point, r) for r in rows]
+            if not step:  # a notebook that reads runs (hillclimb, failures): what it printed
+                echo(experiment.printed(executed))
+                echo(f"executed notebook:  {_shown(executed)}")
+                continue
             # RECORD=False writes no row: show the run's parquet all the same
             parquets = [out / r.parquet for r in rows] or [
                 p for p in sorted((out / "runs").glob("*.parquet")) if p.stat().st_mtime >= started
@@ -94,8 +108,8 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
             echo(f"executed notebook:  {_shown(executed)}")
             if rows:
                 echo(f"change log:         {_shown(out / 'CHANGELOG.md')}")
-            elif "RECORD" not in takes:
-                echo("change log:         (this notebook reads runs; it records none)")
+                for r in rows:
+                    echo(f"Δ tasks pass-all:   {experiment.delta_line(r, out)}")
             elif not parameters.get("RECORD"):
                 echo("change log:         not recorded: RECORD is false (exploratory)")
             else:
@@ -106,9 +120,60 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         if len(points) > 1 and grid_rows:
             echo(f"== the grid of {Path(notebook).name}, one row per point (95% intervals)")
             echo(_grid_table(grid_rows))
-    if not args.record and args.out is None and not given:
-        echo(f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)")
+        if step and not args.record and args.out is None and not given:
+            echo(
+                f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)"
+            )
     return 0
+
+
+EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by Ctrl-C
+
+
+def _interrupted(
+    notebook: Path, parameters: dict[str, Any], out: Path, started: float, args: Any
+) -> int:
+    """Ctrl-C during a step: the run it started keeps every finished trial in its log, with
+    the cassette of what its source answered; say which run and how to finish it. A run
+    stopped before its first trial was logged has nothing to resume: its log and cassette go."""
+    import shlex
+
+    from wikiqa.evals.running.runlog import SUFFIX, RunLog, RunLogError
+    from wikiqa.evals.running.runner import slug
+
+    logs = [
+        p
+        for p in (out / "runs").glob(f"*-{slug(notebook.stem)}-*{SUFFIX}")
+        if p.is_file() and p.stat().st_mtime >= started
+    ]
+    if parameters.get("RESUME"):
+        logs = [p for p in logs if p.name == f"{parameters['RESUME']}{SUFFIX}"] or logs
+    if not logs:
+        echo(f"wikiqa: interrupted: {notebook.name} had not started a run", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    run_id = max(logs, key=lambda p: p.stat().st_mtime).name.removesuffix(SUFFIX)
+    try:
+        trials = len(RunLog.load(out, run_id).trials)
+    except RunLogError:
+        trials = 0
+    if trials == 0:
+        for leftover in (out / "runs").glob(f"{run_id}.*"):
+            leftover.unlink()
+        echo(f"wikiqa: interrupted: run {run_id} had logged no trial; nothing kept",
+             file=sys.stderr)  # fmt: skip
+        return EXIT_INTERRUPTED
+    given = [a for k, v in parameters.items() if k not in {"OUT", "RECORD", "RESUME"}
+             for a in ("-p", k, v if isinstance(v, str) else json.dumps(v))]  # fmt: skip
+    where = ["--record"] if args.record else (["--out", _shown(out)] if args.out else [])
+    command = shlex.join(["wikiqa", "experiment", "run", str(notebook), *where, *given,
+                          "-p", "RESUME", run_id])  # fmt: skip
+    echo(
+        f"wikiqa: interrupted: run {run_id} keeps its {trials} finished trials in "
+        f"{_shown(out / 'runs' / (run_id + SUFFIX))} (and its cassette beside it); finish it "
+        f"with:\n  {command}",
+        file=sys.stderr,
+    )
+    return EXIT_INTERRUPTED
 
 
 def _rows(out: Path) -> list[ChangelogRow]:
@@ -159,44 +224,53 @@ def _check_values(notebook: Path, runs: list[dict[str, Any]]) -> None:
 
     if experiment.STEP_CALL not in experiment.read_notebook(notebook)[0]:
         return
+    from wikiqa.evals import TaskError, resolve_suite
+
     for run in runs:
         try:
             experiment.parameters(run)
+            if "SUITE" in run:  # a suite that does not resolve fails the step's first line
+                resolve_suite(str(run["SUITE"]))
         except experiment.ParameterError as err:
             raise CliError(f"{notebook}: {err}", EXIT_USAGE) from None
+        except TaskError as err:
+            raise CliError(f"{notebook}: -p SUITE {run['SUITE']!r}: {err}", EXIT_USAGE) from None
 
 
-def _labelled(notebook: Path, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A grid's runs, each labelled by the grid's values, so the rows it records say which is
-    which ("02_read_more_hits grid: HITS_READ=8"; the step's own CHANGE text names one value
-    and would contradict the others)."""
-    if len(runs) < 2:
-        return runs
-    varied = [
-        k for k in runs[0] if k not in {"OUT", "RECORD"} and len({str(r.get(k)) for r in runs}) > 1
-    ]
-    labelled = []
-    for run in runs:
-        levers = ", ".join(f"{k}={run[k]}" for k in varied)
-        labelled.append(run | {"CHANGE": run.get("CHANGE") or f"{notebook.stem} grid: {levers}"})
-    return labelled
-
-
-def _grid_table(rows: list[Any]) -> str:
-    """One table of a grid's points, each rate with its 95% interval."""
+def _grid_table(rows: list[tuple[str, ChangelogRow]]) -> str:
+    """One table of a grid's points (labelled by the values that vary), each rate with its 95%
+    interval."""
     from wikiqa.evals.analysis import COLUMNS
     from wikiqa.evals.analysis.stats import count_text
 
     header = ["point", "tasks pass-all", *COLUMNS]
     lines = [header]
-    for r in rows:
-        label = r.change.split(" grid: ", 1)[-1]
+    for label, r in rows:
         tasks = count_text(*r.tasks_pass) if r.tasks_pass else "-"
         dims = [count_text(*r.dimensions[d]) if d in r.dimensions else "-" for d in COLUMNS]
         lines.append([label, tasks, *dims])
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
                      for line in lines)  # fmt: skip
+
+
+def cmd_experiment_new(args: argparse.Namespace) -> int:
+    from wikiqa import experiment
+    from wikiqa.project import relative_to_root
+
+    try:
+        created = experiment.new_step(args.name, args.base)
+    except InputError as err:
+        raise CliError(str(err)) from None
+    except (OSError, ValueError) as err:
+        raise CliError(str(err), EXIT_USAGE) from None
+    shown = relative_to_root(created) or created
+    echo(f"{shown}: a copy of {args.base}, which its Δ is against (VS in its parameters cell)")
+    echo("edit its first cell (why, the change, the hypothesis) and its parameters cell (CHANGE,")
+    echo("KIND, the lever), then explore it, and record it:")
+    echo(f"  wikiqa experiment run {shown} -p TRIALS 1 -p LIMIT 10")
+    echo(f"  wikiqa experiment run {shown} --record")
+    return 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -223,3 +297,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--out", type=Path, help="results directory (default: results/scratch/, or results/)"
     )
     exp_run.set_defaults(func=cmd_experiment_run)
+    exp_new = exp_sub.add_parser(
+        "new",
+        help="start a step: copy STEP as the next numbered notebook, its Δ against STEP",
+    )
+    exp_new.add_argument("name", help="what the step changes, in a few words (its file name)")
+    exp_new.add_argument(
+        "--from",
+        dest="base",
+        required=True,
+        metavar="STEP",
+        help="the step it changes: a name (08_injection_defences), a number (08) or a path",
+    )
+    exp_new.set_defaults(func=cmd_experiment_new)

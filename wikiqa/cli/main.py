@@ -50,7 +50,18 @@ def build_parser() -> argparse.ArgumentParser:
     register_snapshot(sub)  # snapshot info, snapshot record
     register_cassette(sub)  # cassette info, diff, merge
     register_replies(sub)  # replies export, import
+    _own_usage(parser)
     return parser
+
+
+def _own_usage(parser: argparse.ArgumentParser) -> None:
+    """Each command remembers its own parser, so an argument it does not take (`wikiqa ask ...
+    --modle`) is reported with that command's usage, not the top-level one (argparse passes a
+    subcommand's leftovers up to the top-level parser, which knows nothing of its options)."""
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        for child in getattr(action, "choices", {}).values():
+            child.set_defaults(usage_parser=child)
+            _own_usage(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,7 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        getattr(args, "usage_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         code: int = args.func(args)
     except CliError as err:

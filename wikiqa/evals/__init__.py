@@ -17,6 +17,7 @@ from wikiqa.evals.analysis import COLUMNS, Summary, render, summarize
 from wikiqa.evals.climb import (
     HoldoutRefused,
     InfrastructureFailure,
+    NothingNew,
     Policy,
     evaluate,
     record,
@@ -58,6 +59,7 @@ __all__ = [
     "HoldoutRefused",
     "InfrastructureFailure",
     "Judge",
+    "NothingNew",
     "Policy",
     "RunConfig",
     "RunLog",

@@ -11,6 +11,8 @@ gold answer, stage by stage, read from its journal), `tables` and `charts` (what
 from wikiqa.experiment.charts import plot, plot_climb, plot_risk_coverage, rates
 from wikiqa.experiment.losses import losses_by_stage, losses_text
 from wikiqa.experiment.notebooks import (
+    INSTALLS,
+    NOTHING_NEW,
     STEP_CALL,
     StepFailed,
     current_step,
@@ -18,32 +20,40 @@ from wikiqa.experiment.notebooks import (
     execute,
     grid,
     missing_extra,
+    new_step,
+    printed,
     read_notebook,
     requires,
 )
 from wikiqa.experiment.params import KINDS, ParameterError, StepParameters, parameters
 from wikiqa.experiment.step import record_line, show, step, step_name_of
-from wikiqa.experiment.tables import abstention, climb_table, table
+from wikiqa.experiment.tables import abstention, climb_table, lines_table, table
 from wikiqa.experiment.views import (
     climb,
     compare_runs,
     confusion,
+    delta_line,
     drift_between,
     drift_line,
+    evidence_text,
     failures,
     find_run,
     flips,
     latest_pair,
+    lines,
     load_run,
     model_figures,
     resolve_out,
     run_tasks,
     summary_of,
+    unlike_runs,
 )
 from wikiqa.project import experiments_dir
 
 __all__ = [
+    "INSTALLS",
     "KINDS",
+    "NOTHING_NEW",
     "STEP_CALL",
     "ParameterError",
     "StepFailed",
@@ -55,8 +65,10 @@ __all__ = [
     "confusion",
     "current_step",
     "declared_parameters",
+    "delta_line",
     "drift_between",
     "drift_line",
+    "evidence_text",
     "execute",
     "experiments_dir",
     "failures",
@@ -64,15 +76,19 @@ __all__ = [
     "flips",
     "grid",
     "latest_pair",
+    "lines",
+    "lines_table",
     "load_run",
     "losses_by_stage",
     "losses_text",
     "missing_extra",
     "model_figures",
+    "new_step",
     "parameters",
     "plot",
     "plot_climb",
     "plot_risk_coverage",
+    "printed",
     "rates",
     "read_notebook",
     "record_line",
@@ -84,4 +100,5 @@ __all__ = [
     "step_name_of",
     "summary_of",
     "table",
+    "unlike_runs",
 ]

@@ -100,7 +100,9 @@ def _coerce(raw: str) -> Any:
         return raw
 
 
-STEP_ENV = "WIKIQA_STEP"  # set while `execute` runs a notebook: the file's own name (`step`)
+STEP_ENV = "WIKIQA_STEP"
+# The error a step raises, before running, when its row is already recorded (climb.NothingNew).
+NOTHING_NEW = "NothingNew"  # set while `execute` runs a notebook: the file's own name (`step`)
 
 
 class StepFailed(RuntimeError):
@@ -144,6 +146,11 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
         )
     except BaseException as err:
         failed = target.with_suffix(".failed.ipynb")
+        # a step that ran nothing, or one stopped by Ctrl-C, has no executed copy worth reading
+        if isinstance(err, KeyboardInterrupt) or getattr(err, "ename", "") == NOTHING_NEW:
+            partial.unlink(missing_ok=True)
+            if isinstance(err, KeyboardInterrupt):
+                raise
         if partial.exists():
             _scrub_file(partial)
             os.replace(partial, failed)
@@ -161,6 +168,21 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
     _name_paths(partial, notebook, target)
     os.replace(partial, target)
     return target
+
+
+def printed(executed: Path, lines: int = 40) -> str:
+    """What an executed notebook printed (its stdout, cell by cell), for the terminal: the
+    first `lines` lines, then how many more there are in the notebook."""
+    _, data = read_notebook(executed)
+    text = [
+        line
+        for cell in data.get("cells", [])
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream" and output.get("name") == "stdout"
+        for line in "".join(output.get("text", "")).splitlines()
+    ]
+    more = f"\n... ({len(text) - lines} more lines in the notebook)" if len(text) > lines else ""
+    return "\n".join(text[:lines]) + more
 
 
 def _caller_project() -> dict[str, str]:
@@ -204,7 +226,8 @@ def _scrub_file(path: Path) -> None:
 
 def _ipc_kernel_manager() -> type:
     """A kernel manager on local IPC sockets instead of TCP: the kernel and papermill share the
-    machine, and ipykernel no longer warns on every run about unencrypted TCP. It also does not
+    machine, and ipykernel no longer warns on every run about unencrypted TCP. Its kernel does
+    not forward what is written to its file descriptors into the notebook. It also does not
     interrupt a kernel it is shutting down after the last cell: jupyter_client sends SIGINT
     before every shutdown, and the idle kernel logged "KeyboardInterrupt caught in kernel"."""
     from jupyter_client.manager import AsyncKernelManager
@@ -223,6 +246,12 @@ def _ipc_kernel_manager() -> type:
                 with contextlib.suppress(OSError):
                     Path(self.ip).parent.rmdir()
 
+        def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+            # Output written to the kernel's file descriptors (a step's progress lines, a C
+            # library's logs) goes to the terminal that started the run, not into the notebook.
+            quiet = ["--IPKernelApp.capture_fd_output=False"]
+            return list(super().format_kernel_cmd([*(extra_arguments or []), *quiet]))
+
         async def _async_interrupt_kernel(self) -> None:
             if self.shutting_down:
                 return
@@ -238,6 +267,11 @@ def _slug(value: Any) -> str:
 
 # What each optional extra a step may require must make importable.
 EXTRA_MODULES = {"local": "llama_cpp", "qwen": "llama_cpp"}
+# How each is installed, as the skip message says it.
+INSTALLS = {
+    "local": "`make test-local` installs it",
+    "qwen": "`make test-local` installs llama.cpp, then `make qwen` the model",
+}
 
 
 def requires(notebook: Path) -> str | None:
@@ -270,3 +304,77 @@ def current_step(folder: Path | None = None) -> Path:
     if not steps:
         raise FileNotFoundError(f"no step notebooks in {folder}")
     return steps[-1]
+
+
+def new_step(name: str, base: str, folder: Path | None = None) -> Path:
+    """A new hillclimb step: a copy of step `base` (its name, number or path) as the next
+    numbered notebook in `folder` (the project's `experiments/`), with no outputs, a first cell
+    to fill in, and its `parameters` cell saying the step it changes (`VS = "<base>"`: the Δ's
+    base, whatever was recorded last) and its change text; the base is kept in the notebook's
+    metadata too (`wikiqa.from`). The copy keeps the base's levers and any extra it requires."""
+    from wikiqa.outputs import write_atomic
+
+    folder = folder if folder is not None else experiments_dir()
+    source = _step_named(base, folder)
+    slug = "_".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
+    if not slug:
+        raise ValueError(f"{name!r}: a step's name needs a letter or a digit")
+    numbers = [int(p.name[:2]) for p in folder.glob("[0-9][0-9]_*.ipynb")]
+    target = folder / f"{max(numbers, default=-1) + 1:02d}_{slug}.ipynb"
+    if target.exists():
+        raise FileExistsError(f"{target}: already exists")
+    _, data = read_notebook(source)
+    cells = data.get("cells", [])
+    for cell in cells:
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    tagged = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if not tagged:
+        raise ValueError(f"{source}: not a step (no cell tagged `parameters`)")
+    title = name.strip()
+    tagged[0]["source"] = _parameters_for(_text(tagged[0].get("source")), title, source.stem)
+    first = next((c for c in cells if c.get("cell_type") == "markdown"), None)
+    intro = (
+        f"# {target.name[:2]} · {title}\n\n**Why this step.** (what the last runs showed)\n\n"
+        f"**The change.** (one lever, or the code it changes)\n\n**Hypothesis.** (what should "
+        f"move, on which categories and dimensions)\n\nA change of `{source.stem}`: its Δ is "
+        f"against that step's latest row of the suite (`VS` below)."
+    )
+    if first is not None:
+        first["source"] = intro
+    meta = data.setdefault("metadata", {})
+    meta.setdefault("wikiqa", {})["from"] = source.stem
+    meta.pop("papermill", None)
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    return write_atomic(target, text.encode("utf-8"), folder)
+
+
+def _step_named(base: str, folder: Path) -> Path:
+    """The step notebook `base` names: a path, a file name, a stem or its number (`08`)."""
+    path = Path(base)
+    if path.suffix == ".ipynb" and path.exists():
+        return path
+    stem = path.name.removesuffix(".ipynb")
+    found = sorted(folder.glob(f"{stem}.ipynb")) or sorted(folder.glob(f"{stem}_*.ipynb"))
+    if len(found) != 1 or not stem:
+        steps = ", ".join(p.stem for p in sorted(folder.glob("[0-9][0-9]_*.ipynb")))
+        raise FileNotFoundError(f"{base}: no such step (one of {steps})")
+    return found[0]
+
+
+def _text(source: Any) -> str:
+    return "".join(source) if isinstance(source, list) else str(source or "")
+
+
+def _parameters_for(cell: str, title: str, base: str) -> str:
+    """The base's `parameters` cell with this step's change text and `VS` naming the base."""
+    wanted = {
+        "CHANGE": f"CHANGE = {json.dumps(title, ensure_ascii=False)}  # what this step changes "
+        "(free text)",
+        "VS": f'VS = "{base}"  # the step this one changes: the Δ is against its latest row',
+    }
+    lines = []
+    for line in cell.splitlines():
+        name = line.split("=", 1)[0].strip()
+        lines.append(wanted.pop(name) if name in wanted else line)
+    return "\n".join([*lines, *wanted.values()])

@@ -49,7 +49,11 @@ class StepParameters(BaseModel):
         description="local (this kernel's threads) | ray (a local Ray, or RAY_ADDRESS) | "
         "ray://<host>:<port> (a Ray cluster) | ray:<address>; ray needs the `ray` extra",
     )
-    LIMIT: int | None = Field(None, ge=1, description="None: the whole suite | N: the first N")
+    LIMIT: int | None = Field(
+        None,
+        ge=1,
+        description="None: the whole suite | N: N tasks across its categories (stratified)",
+    )
     OUT: str | None = Field(
         None, description="None: results/scratch/ (or results/ when recorded) | a directory"
     )

@@ -8,7 +8,9 @@ papermill is exploratory (results/scratch/, no change-log row) unless `RECORD = 
 
 from __future__ import annotations
 
+import ast
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,12 +18,12 @@ from typing import Any
 
 from wikiqa.evals import RunConfig, RunOutcome, evaluate, results_dir, scratch_dir
 from wikiqa.evals.analysis.render import render_figures
-from wikiqa.evals.climb import ChangelogRow, Policy, delta_text
+from wikiqa.evals.climb import ChangelogRow, Policy
 from wikiqa.experiment.charts import plot, plot_risk_coverage
 from wikiqa.experiment.notebooks import STEP_ENV
-from wikiqa.experiment.params import ParameterError, StepParameters, parameters
+from wikiqa.experiment.params import COMMON, ParameterError, StepParameters, parameters
 from wikiqa.experiment.tables import abstention, table
-from wikiqa.experiment.views import resolve_out
+from wikiqa.experiment.views import delta_line, resolve_out
 from wikiqa.project import relative_to_root
 from wikiqa.terminal import echo
 
@@ -29,7 +31,10 @@ from wikiqa.terminal import echo
 def step(namespace: Mapping[str, Any]) -> RunOutcome:
     """Run this notebook's step with its parameters (`namespace`: the notebook's globals) and
     show everything a step shows."""
+    overrides = injected(namespace)
     p = parameters(dict(namespace))
+    if overrides:
+        p = p.model_copy(update={"CHANGE": with_overrides(p.CHANGE, overrides, namespace)})
     name = step_name_of(namespace)
     if p.RECORD and name is None:
         raise ParameterError(
@@ -44,10 +49,60 @@ def step(namespace: Mapping[str, Any]) -> RunOutcome:
         config = _config(p, name or "unnamed-step", spec, out)
         policy: Policy = "record" if p.RECORD else "explore"
         outcome, row = evaluate(
-            config, policy, p.RESUME, against=p.VS, progress=False, notify=_tell
-        )
+            config, policy, p.RESUME, against=p.VS, progress=False,
+            notify=_tell_terminal if overrides or os.environ.get(STEP_ENV) else _tell,
+        )  # fmt: skip
     show(outcome, row, name or "unnamed-step")
     return outcome
+
+
+# What papermill writes at the top of the cell it injects after the `parameters` cell.
+INJECTED = "# Parameters\n"
+# Parameters that say where and how a run goes, not what it measures: left out of its change text.
+BOOKKEEPING = {"OUT", "RECORD", "CHANGE", "KIND", "VS", "RESUME", "CONCURRENCY", "EXECUTOR"}
+
+
+def injected(namespace: Mapping[str, Any]) -> list[str]:
+    """The names papermill injected (`-p NAME VALUE`, from `wikiqa experiment run` or plain
+    papermill), read from the kernel's input history; a name that neither the common step
+    parameters nor this notebook's `parameters` cell (the cell run just before the injected
+    one) declares is refused: papermill would set it and the step would silently run its
+    defaults (`-p TRAILS 1`). Empty where nothing was injected (Jupyter)."""
+    history = [cell for cell in namespace.get("_ih", []) if isinstance(cell, str)]
+    at = next((i for i in reversed(range(len(history))) if history[i].startswith(INJECTED)), None)
+    if at is None:
+        return []
+    names = _assigned(history[at])
+    declared = set(COMMON) | (set(_assigned(history[at - 1])) if at > 0 else set())
+    unknown = [n for n in names if n not in declared]
+    if unknown:
+        raise ParameterError(
+            f"no parameter named {', '.join(map(repr, unknown))}: neither a step parameter "
+            "nor one this notebook's parameters cell declares (a typo would run the defaults)"
+        )
+    return names
+
+
+def _assigned(source: str) -> list[str]:
+    """The names a cell assigns at its top level, in order."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    ]
+
+
+def with_overrides(change: str, given: list[str], namespace: Mapping[str, Any]) -> str:
+    """The step's change text with the values `-p` set that change what it measures, so a row
+    says what it ran (`... (-p ABSTAIN_BELOW=0.3)`), and each point of a grid is its own."""
+    shown = [f"{n}={namespace[n]!r}" for n in given if n not in BOOKKEEPING and n in namespace]
+    return f"{change} (-p {', '.join(shown)})".strip() if shown else change
 
 
 def step_name_of(namespace: Mapping[str, Any]) -> str | None:
@@ -63,8 +118,17 @@ def step_name_of(namespace: Mapping[str, Any]) -> str | None:
 
 
 def _tell(message: str) -> None:
-    """Progress of a long run, as it goes (a line every tenth of its trials)."""
+    """Progress of a long run, as it goes (a line every tenth of its trials), in the notebook
+    a researcher watches (Jupyter)."""
     echo(message, flush=True)
+
+
+def _tell_terminal(message: str) -> None:
+    """The same, for a step papermill runs: to the terminal that started it (the kernel's own
+    stderr, which papermill's kernel inherits), never into the executed notebook, which keeps
+    the step's results only."""
+    if sys.__stderr__ is not None:
+        echo(message, file=sys.__stderr__, flush=True)
 
 
 def _config(p: StepParameters, name: str, model: str, out: Path) -> RunConfig:
@@ -165,7 +229,7 @@ def record_line(outcome: RunOutcome, row: ChangelogRow | None) -> None:
         echo(f"changelog: not recorded: the same inputs as the recorded row {row.run_id}")
     else:
         echo(f"changelog: {_short(out / 'CHANGELOG.md')} (+ changelog.jsonl)")
-        echo(f"paired Δ, tasks passing every dimension: {delta_text(row)}")
+        echo(f"paired Δ, tasks passing every dimension: {delta_line(row, out)}")
     echo(
         f"run {outcome.meta.run_id}: {outcome.trials_run} trials, {outcome.model_calls} model "
         f"calls ({outcome.cached_calls} from cache), model {outcome.meta.model}, "

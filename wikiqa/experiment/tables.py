@@ -24,8 +24,10 @@ def table(summary: Summary) -> Any:
         rows[category] = {d: cells[d].text(interval=True) if d in cells else "-" for d in COLUMNS}
         rows[category]["tasks"] = summary.task_cells[category].text(interval=True)
     frame = pd.DataFrame.from_dict(rows, orient="index")
+    kind = "Wilson's" if summary.trials <= 1 else f"clustered by task, {summary.trials} trials"
     return frame.style.set_table_styles(NOWRAP).set_caption(
-        "passes/applicable [95% interval]; ?n undecided (needs a judge), !n infrastructure errors"
+        f"passes/applicable [95% interval: {kind}]; ?n undecided by the offline graders (decide "
+        "them with a judge, or at human rates: `wikiqa outcomes`); !n infrastructure errors"
     )
 
 
@@ -85,15 +87,18 @@ def climb_table(climb: pd.DataFrame) -> Any:
             value = r.get(column)
             row[column] = "-" if not isinstance(value, str) else value.replace(" [", "\n[", 1)
         delta, versus = str(r.get("Δ tasks [95% CI]", "-")), str(r.get("vs", "-"))
+        lever = f" [{r['lever']}]" if r.get("lever") else ""
         if delta != "-":
             row["Δ tasks"] = delta.replace(" [", "\n[", 1) + f"\nvs {versus.split('_', 1)[0]}"
             drift = r.get("drift")
             if isinstance(drift, str):
                 row["Δ tasks"] += "\ndrift " + drift.replace(", ", "\n", 1)
-            row["change"] = str(r["change"])
+            unlike = f" (Δ not like with like: {r['unlike']})" if r.get("unlike") else ""
+            row["change"] = str(r["change"]) + lever + unlike
         else:
             row["Δ tasks"] = "-"
-            row["change"] = str(r["change"]) + (f" (no Δ: {versus})" if versus != "-" else "")
+            why = f" (no Δ: {versus})" if versus != "-" else ""
+            row["change"] = str(r["change"]) + lever + why
         rows.append(row)
     shown = pd.DataFrame.from_records(rows)
     figures: list[Hashable] = [c for c in shown.columns if c != "change"]
@@ -103,4 +108,20 @@ def climb_table(climb: pd.DataFrame) -> Any:
         .set_table_styles(SMALL)
         .set_properties(subset=figures, **{"white-space": "pre", "text-align": "right"})
         .set_properties(subset=["change"], **text)
+    )
+
+
+def lines_table(lines: Any) -> Any:
+    """The climb's lines (`views.lines`), one row each, within 1,400 px: figures never wrap,
+    the Δ and the best run wrap as text."""
+    if not len(lines):
+        return lines
+    text = {"white-space": "normal", "min-width": "14em", "max-width": "26em"}
+    return (
+        lines.style.hide(axis="index")
+        .set_table_styles(SMALL)
+        .set_properties(
+            subset=["line", "newest", "date", "tasks pass-all"], **{"white-space": "nowrap"}
+        )
+        .set_properties(subset=["Δ [95% CI]", "best on this suite version"], **text)
     )

@@ -13,9 +13,10 @@ from wikiqa.evals import Task, load_tasks, resolve_suite, results_dir
 from wikiqa.evals.analysis import COLUMNS, render, summarize, task_verdicts, trial_verdicts
 from wikiqa.evals.analysis.compare import DifferentSuites, compare
 from wikiqa.evals.analysis.stats import count_text, wilson
-from wikiqa.evals.climb.changelog import ChangelogRow, read
+from wikiqa.evals.climb.changelog import ChangelogRow, delta_text, read, unlike
 from wikiqa.inputs import loads, read_parquet
 from wikiqa.project import project_root
+from wikiqa.registry import model_levers
 from wikiqa.sources.cassette_drift import Drift, drift
 from wikiqa.sources.cassette_files import Cassette, CassetteError, cassette_of, read_cassette
 
@@ -79,15 +80,20 @@ def _cassette(path: Path, mtime_ns: int) -> Cassette:
 
 
 def climb(out: Path | None = None) -> pd.DataFrame:
-    """The hillclimb table: one row per recorded run, in the order they were recorded, with
-    passes/applicable per dimension, each rate's 95% interval, and the paired Δ of tasks passing
-    everything against the row it names (`vs`), or why there is none."""
+    """The hillclimb table: one row per recorded run, in the order they were recorded, with its
+    line (`model · suite`: the model without where it was served, its options being the
+    `lever`), passes/applicable per dimension, each rate's 95% interval, and the paired Δ of
+    tasks passing everything against the row it names (`vs`), or why there is none, and what
+    makes that row unlike this one (`unlike`: another model, source or judge)."""
     records = []
-    for number, r in enumerate(read(out or results_dir()), start=1):
+    rows = read(out or results_dir())
+    by_id = {r.run_id: r for r in rows}
+    for number, r in enumerate(rows, start=1):
+        model, lever = model_levers(r.model)
         record: dict[str, Any] = {
             "row": number, "date": r.date, "run_id": r.run_id, "experiment": r.experiment,
             "change": r.change, "kind": r.kind, "suite": r.suite, "suite_hash": r.suite_hash,
-            "model": r.model, "trials": r.trials,
+            "model": model, "lever": lever, "line": f"{model} · {r.suite}", "trials": r.trials,
         }  # fmt: skip
         for d in COLUMNS:
             if d in r.dimensions:
@@ -104,6 +110,8 @@ def climb(out: Path | None = None) -> pd.DataFrame:
             else "-"
         )
         record["vs"] = r.delta.vs_experiment if r.delta else (r.delta_note or "-")
+        base = by_id.get(r.delta.vs) if r.delta else None
+        record["unlike"] = "; ".join(unlike(base, r)) if base is not None else ""
         record["drift"] = _drift_cell(r, out) if r.delta else None
         records.append(record)
     return pd.DataFrame.from_records(records)
@@ -134,19 +142,41 @@ def _drift_cell(row: ChangelogRow, out: Path | None) -> str | None:
 
 
 def latest_pair(out: Path | None = None) -> tuple[str | None, str | None]:
-    """(A, B) for "did it help?": B the newest recorded run, A the row its Δ is against (the
-    last earlier row of the same suite and suite version); A is None when there is none. The
-    hillclimb and failures notebooks both read the newest run this way."""
+    """(A, B) for "did it help?": B the newest recorded run, A the row its Δ was paired with
+    when it was recorded (the step it changes, or the last like row of its suite version);
+    for a row without a Δ, the last earlier row of its suite version that ran the same model,
+    source and judge, or None. The hillclimb and failures notebooks read the newest run so."""
     rows = read(out or results_dir())
     if not rows:
         return None, None
     newest = rows[-1]
+    if newest.delta is not None:
+        return newest.delta.vs, newest.run_id
     before = next(
         (r for r in reversed(rows[:-1])
-         if r.suite == newest.suite and r.suite_hash == newest.suite_hash),
+         if r.suite == newest.suite and r.suite_hash == newest.suite_hash
+         and not unlike(r, newest)),
         None,
     )  # fmt: skip
     return (before.run_id if before else None), newest.run_id
+
+
+def unlike_runs(a: str, b: str, out: Path | None = None) -> list[str]:
+    """What makes runs A and B other than like with like (model, source, judge), read from
+    their parquets; empty when a Δ between them measures only the change."""
+    first = [load_run(run, out).iloc[0] for run in (a, b)]
+    return unlike(*first)
+
+
+def delta_line(row: ChangelogRow, out: Path | None = None) -> str:
+    """A recorded row's Δ as `wikiqa experiment run` prints it, saying when the row it is
+    against ran another model, source or judge (read from this log, else the committed one)."""
+    if row.delta is None:
+        return delta_text(row)
+    rows = {r.run_id: r for r in read(out or results_dir())}
+    if row.delta.vs not in rows and results_dir().exists():
+        rows |= {r.run_id: r for r in read(results_dir())}
+    return delta_text(row, rows.get(row.delta.vs))
 
 
 def compare_runs(a: str, b: str, out: Path | None = None) -> pd.DataFrame:
@@ -296,3 +326,51 @@ def resolve_out(out: str | Path | None) -> Path | None:
         return None
     path = Path(out).expanduser()
     return path if path.is_absolute() else project_root() / path
+
+
+def lines(climb: pd.DataFrame) -> pd.DataFrame:
+    """One row per line of the climb (a model on a suite), the line with the newest run first:
+    how many runs, its newest run (its step, date, tasks passing every dimension and Δ), and
+    its best on the suite version of its newest run."""
+    if not len(climb):
+        return climb
+    records = []
+    for line, group in climb.groupby("line", sort=False):
+        newest = group.iloc[-1]
+        same = group[group["suite_hash"] == newest["suite_hash"]]
+        best = same.loc[same["tasks_rate"].idxmax()] if same["tasks_rate"].notna().any() else None
+        records.append({
+            "line": line, "runs": len(group), "newest": newest["experiment"],
+            "date": newest["date"], "tasks pass-all": newest.get("tasks", "-"),
+            "Δ [95% CI]": newest["Δ tasks [95% CI]"]
+            + (f" vs {newest['vs']}" if newest["Δ tasks [95% CI]"] != "-" else "")
+            + (f" (not like with like: {newest['unlike']})" if newest["unlike"] else ""),
+            "best on this suite version": "-" if best is None
+            else f"{best['tasks']} ({best['experiment']})",
+            "_row": newest["row"],
+        })  # fmt: skip
+    frame = pd.DataFrame.from_records(records).sort_values("_row", ascending=False)
+    return frame.drop(columns="_row").reset_index(drop=True)
+
+
+def evidence_text(detail: Any, width: int = 160) -> str:
+    """A grader's evidence (its `detail`), as lines a reader can take in: one line per field,
+    lists and nested fields spelled out, each line cut at `width` characters on a word."""
+
+    def say(value: Any) -> str:
+        if isinstance(value, dict):
+            return ", ".join(f"{k.replace('_', ' ')} {say(v)}" for k, v in value.items())
+        if isinstance(value, list):
+            return "; ".join(say(v) for v in value) if value else "none"
+        if isinstance(value, float):
+            return f"{value:.2f}"
+        return str(value)
+
+    if not isinstance(detail, dict):
+        return _cut(say(detail), width)
+    return "\n".join(_cut(f"{k.replace('_', ' ')}: {say(v)}", width) for k, v in detail.items())
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1].rsplit(" ", 1)[0] + " …"

@@ -110,7 +110,7 @@ def test_every_cell_carries_its_interval_and_confidence_is_reported() -> None:
     cell = s.cells["all"]["correctness"]
     assert (cell.passes, cell.applicable) == (8, 10)
     assert (cell.low, cell.high) == pytest.approx((0.4902, 0.9433), abs=1e-4)  # Wilson 8/10
-    assert "8/10 [0.49,0.94]" in render(s)
+    assert "8/10 [49,94]" in render(s)
     assert s.confidence is not None and s.confidence.points == 10
     # pairs (correct, wrong): 0.9 beats 0.2 (8 wins), loses to 0.95 (8 losses): 16 / 16 / 2
     assert s.confidence.auroc == pytest.approx(0.5)

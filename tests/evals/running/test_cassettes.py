@@ -79,7 +79,9 @@ def test_a_cassette_of_another_suite_is_refused_before_anything_is_written(
     first = run(results, limit=3, trials=1)
     other = tmp_path / "other.jsonl"
     dev = [json.loads(line) for line in Path(first.meta.suite_path).read_text().splitlines()]
-    other.write_text("".join(json.dumps(t) + "\n" for t in dev[:3][::-1]))
+    drawn = set(first.frame["task_id"])  # the three tasks --limit 3 drew
+    picked = [t for t in dev if t["id"] in drawn][::-1]
+    other.write_text("".join(json.dumps(t) + "\n" for t in picked))
     before = sorted(p.name for p in results.rglob("*"))
     with pytest.raises(CassetteError, match=r"\.cassette\.jsonl\.gz:1: cassette of suite"):
         run(results, f"cassette:{first.meta.run_id}", suite=str(other), limit=3, trials=1)

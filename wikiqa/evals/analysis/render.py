@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wikiqa.evals.analysis.reduce import COLUMNS
-from wikiqa.evals.analysis.summary import Summary
+from wikiqa.evals.analysis.summary import Cell, Summary
 
 
 def render(summary: Summary) -> str:
@@ -19,15 +19,45 @@ def render_cells(summary: Summary) -> str:
         task = summary.task_cells[category]
         lines.append(
             [category, str(task.applicable + task.errors)]
-            + [row[d].text(interval=True) if d in row else "-" for d in COLUMNS]
-            + [task.text(interval=True)]
+            + [_compact(row[d]) if d in row else "-" for d in COLUMNS]
+            + [_compact(task)]
         )
     widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     table = [fmt.format(*header), fmt.format(*["-" * w for w in widths])]
     table += [fmt.format(*r) for r in lines]
-    table += ["", "cells: passes/applicable [95% interval] ?needs_judge !errors"]
-    return "\n".join(table)
+    return "\n".join(line.rstrip() for line in table) + "\n\n" + legend(summary.trials)
+
+
+def _compact(cell: Cell) -> str:
+    """A cell within a terminal's width: `12/30 [22,58] ?5`, the interval in percent."""
+    marks = (f" ?{cell.needs_judge}" if cell.needs_judge else "") + (
+        f" !{cell.errors}" if cell.errors else ""
+    )
+    if not cell.applicable:
+        return f"0/0{marks}" if marks else "-"
+    bounds = ""
+    if cell.low is not None and cell.high is not None:
+        bounds = f" [{round(cell.low * 100)},{round(cell.high * 100)}]"
+    return f"{cell.passes}/{cell.applicable}{bounds}{marks}"
+
+
+def legend(trials: int) -> str:
+    """What every mark in the table means, which interval it is, and what to do about `?`."""
+    kind = (
+        "Wilson's (one trial per task; CHANGELOG.md shows the same)"
+        if trials <= 1
+        else f"clustered by task, {trials} trials each (CHANGELOG.md: Wilson's, on the counts)"
+    )
+    return "\n".join([
+        "cells: passes/applicable after the majority vote over trials",
+        f"[a,b]: the 95% interval of the rate, in %: {kind}",
+        "?N: N tasks the offline graders left undecided: in neither side of the fraction, never a "
+        "pass; decide them",
+        "    with a judge (--judge SPEC, a step's JUDGE) or at human rates (wikiqa outcomes RUN_ID "
+        "--labels ...)",
+        "!N: N tasks lost to infrastructure errors: excluded; finish them with --resume RUN_ID",
+    ])  # fmt: skip
 
 
 def render_figures(summary: Summary) -> str:

@@ -9,11 +9,13 @@ from wikiqa.evals.climb.changelog import (
     delta_text,
     read,
     render_markdown,
+    unlike,
 )
 from wikiqa.evals.climb.record import (
     POLICIES,
     HoldoutRefused,
     InfrastructureFailure,
+    NothingNew,
     Policy,
     check_holdout,
     evaluate,
@@ -27,6 +29,7 @@ __all__ = [
     "Delta",
     "HoldoutRefused",
     "InfrastructureFailure",
+    "NothingNew",
     "Policy",
     "append",
     "check_holdout",
@@ -36,4 +39,5 @@ __all__ = [
     "read",
     "record",
     "render_markdown",
+    "unlike",
 ]

@@ -43,9 +43,12 @@ HEADER = """# Change log
 
 One row per recorded run: what changed, what kind of change it was, and the per-dimension pass
 rate over the whole suite (passes/applicable after the majority vote across trials, with the 95%
-Wilson interval of the rate). The last
+Wilson interval of the rate; the terminal's table, for a run of several trials, shows the interval
+clustered by task instead, so the two differ). The last
 column is the paired change in tasks passing everything against the previous row of the same
-suite, with its 95% interval and McNemar's p; only a significant one is more than noise. Rows of
+suite (or the step it names), with its 95% interval and McNemar's p; only a significant one is more
+than noise, and one against a run of another model, source or judge says so ("not like with
+like"): it measures that difference as well as the change. Rows of
 kind `grader` recalibrate the instrument; compare scores across them with care. Generated from
 `changelog.jsonl` by `wikiqa.evals.climb.changelog`; do not edit by hand.
 
@@ -215,15 +218,38 @@ def _temporary(path: Path, text: str) -> Path:
     return tmp
 
 
-def delta_text(r: ChangelogRow) -> str:
+def unlike(base: Any, run: Any) -> list[str]:
+    """What makes two runs (change-log rows, or anything with their `model`, `judge`, `source`
+    and `source_hash`) other than like with like: another model (its options are levers, its
+    port is not a model), another source or snapshot, another judge. Empty for like runs."""
+    from wikiqa.registry import model_levers
+
+    found = []
+    models = model_levers(str(base.model))[0], model_levers(str(run.model))[0]
+    if models[0] != models[1]:
+        found.append(f"model {models[0]} -> {models[1]}")
+    sources = [f"{r.source} {(r.source_hash or '')[:6]}".strip() for r in (base, run)]
+    if sources[0] != sources[1]:
+        found.append(f"source {sources[0]} -> {sources[1]}")
+    if base.judge != run.judge:
+        found.append(f"judge {base.judge or 'offline'} -> {run.judge or 'offline'}")
+    return found
+
+
+def delta_text(r: ChangelogRow, base: ChangelogRow | None = None) -> str:
+    """A row's Δ as one line: B - A with its interval, the step it is against, McNemar's p,
+    and, when `base` (the row it is against) ran another model, source or judge, what differs:
+    such a Δ measures that difference as well as the change."""
     d = r.delta.tasks if r.delta is not None else None
     if not d:
         return f"- ({r.delta_note})" if r.delta_note else "-"
     mark = " **significant**" if d["significant"] else ""
+    differs = unlike(base, r) if base is not None else []
     return (
         f"{d['diff']:+.3f} [{d['ci'][0]:+.2f}, {d['ci'][1]:+.2f}] vs "
         f"{r.delta.vs_experiment if r.delta else ''}, p={d['mcnemar_p']:.2f}{mark}"
         + (f" {r.delta.note}" if r.delta and r.delta.note else "")
+        + (f" (not like with like: {'; '.join(differs)})" if differs else "")
     )
 
 
@@ -231,13 +257,16 @@ def _markdown(rows: list[ChangelogRow]) -> str:
     head = ["date", "experiment", "change", "kind", "suite", "model", "trials", *COLUMNS,
             "tasks pass-all", "Δ tasks vs previous [95% CI]"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    by_id = {r.run_id: r for r in rows}
     for r in rows:
+        base = by_id.get(r.delta.vs) if r.delta is not None else None
         dims = r.dimensions
         cells = [count_text(*dims[d]) if d in dims else "-" for d in COLUMNS]
         tasks_text = count_text(*r.tasks_pass) if r.tasks_pass else "-"
         change = (r.change or "-") + (f" ({r.imported_replies})" if r.imported_replies else "")
         fields = [r.date, r.experiment, change, r.kind, r.suite, r.model, str(r.trials)]
-        lines.append("| " + " | ".join([*fields, *cells, tasks_text, delta_text(r)]) + " |")
+        cells += [tasks_text, delta_text(r, base)]
+        lines.append("| " + " | ".join([*fields, *cells]) + " |")
     return scrub(HEADER + "\n".join(lines) + "\n")
 
 

@@ -18,8 +18,9 @@ from typing import Any, Literal
 import pandas as pd
 
 from wikiqa.evals.analysis.compare import compare
-from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, check, read
-from wikiqa.evals.running import RunConfig, RunOutcome, run_eval
+from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, check, read, unlike
+from wikiqa.evals.paths import results_dir, scratch_dir
+from wikiqa.evals.running import RunConfig, RunMeta, RunOutcome, run_eval
 from wikiqa.evals.running.locks import folder_lock
 from wikiqa.evals.tasks import resolve_suite, suite_hash
 from wikiqa.inputs import read_parquet
@@ -30,6 +31,22 @@ POLICIES: tuple[Policy, ...] = ("explore", "record")
 
 class HoldoutRefused(RuntimeError):
     """The held-out suite was already run on this suite hash."""
+
+
+class NothingNew(RuntimeError):
+    """A run to record has the same inputs as a recorded row (clean commit, suite, model,
+    parameters): it would measure nothing new, so it is not run and nothing is written."""
+
+    def __init__(self, row: ChangelogRow) -> None:
+        super().__init__(
+            f"nothing new: the same inputs (clean commit, suite, model, parameters) as the "
+            f"recorded row {row.run_id} ({row.experiment}, {row.date}); nothing was run or written"
+        )
+        self.row = row
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it in a notebook: its one line, not a traceback."""
+        return [f"{type(self).__name__}: {self}"]
 
 
 class InfrastructureFailure(RuntimeError):
@@ -57,11 +74,21 @@ def evaluate(
     if policy == "explore" and not config.holdout:
         return (outcome := run_eval(config, resume, **runner)), record(outcome, policy, against)
     with folder_lock(config.out):
-        check(config.out)
+        rows = check(config.out)
         if config.holdout and not resume:
             check_holdout(config)
-        outcome = run_eval(config, resume, **runner)
+        # a rerun with nothing new is refused, unless a held-out rerun was asked for by name
+        twins = [] if config.allow_holdout_rerun else rows
+        outcome = run_eval(config, resume, admit=lambda meta: _refuse_twin(meta, twins), **runner)
         return outcome, record(outcome, policy, against)
+
+
+def _refuse_twin(meta: RunMeta, rows: list[ChangelogRow]) -> None:
+    """NothingNew when a recorded row has the inputs `meta` describes, before anything runs."""
+    wanted = identity(meta)
+    twin = next((r for r in rows if _same_inputs(r, wanted)), None)
+    if twin is not None:
+        raise NothingNew(twin)
 
 
 def check_holdout(config: RunConfig) -> None:
@@ -98,7 +125,7 @@ def record(
     out = outcome.meta.config.out
     entry = row(outcome)
     earlier = read(out)
-    twin = next((r for r in earlier if _same_inputs(r, entry)), None)
+    twin = next((r for r in earlier if _same_inputs(r, identity(outcome.meta))), None)
     if twin is not None:
         return twin  # the same step rerun on the same code and suite: nothing new to record
     entry.delta, entry.delta_note = delta(entry, earlier, out, outcome.frame, against)
@@ -106,27 +133,34 @@ def record(
     return entry
 
 
+def identity(meta: RunMeta) -> dict[str, Any]:
+    """What makes a run the measurement it is (`IDENTITY`), known before it runs."""
+    return {
+        "experiment": meta.config.experiment,
+        "change": meta.config.change,
+        "kind": "holdout" if meta.config.holdout else meta.config.kind,
+        "suite": meta.config.suite_name,
+        "suite_hash": meta.suite_hash,
+        "model": meta.model,
+        "judge": meta.judge,
+        "source_hash": meta.source_hash,
+        "prompt_hash": meta.prompt_hash,
+        "git_sha": meta.git_sha,
+        "trials": meta.config.trials,
+        "parameters": parameters_hash(meta.config, meta.max_tokens),
+    }
+
+
 def row(outcome: RunOutcome) -> ChangelogRow:
     meta, summary = outcome.meta, outcome.summary
     total = summary.cells.get("all", {})
     tasks = summary.task_cells.get("all")
     return ChangelogRow(
+        **identity(meta),
         date=meta.created_at[:10],
         run_id=meta.run_id,
-        experiment=meta.config.experiment,
-        change=meta.config.change,
-        kind="holdout" if meta.config.holdout else meta.config.kind,
         holdout=meta.config.holdout,
-        suite=meta.config.suite_name,
-        suite_hash=meta.suite_hash,
-        model=meta.model,
-        judge=meta.judge,
         source=meta.source_name,
-        source_hash=meta.source_hash,
-        prompt_hash=meta.prompt_hash,
-        git_sha=meta.git_sha,
-        trials=meta.config.trials,
-        parameters=parameters_hash(meta.config, meta.max_tokens),
         dimensions={d: (c.passes, c.applicable) for d, c in total.items()},
         tasks_pass=(tasks.passes, tasks.applicable) if tasks else None,
         pass_at_1=summary.pass_at_1,
@@ -153,42 +187,55 @@ def delta(
     frame: pd.DataFrame,
     against: str | None = None,
 ) -> tuple[Delta | None, str | None]:
-    """Tasks passing everything, against the last earlier row of the same suite (same hash):
-    the paired difference with its 95% interval and McNemar's p, so a step that only moved
-    noise says so. This run is read from memory (`frame`), the earlier one from its parquet.
-    With nothing comparable, (None, why): a reader must see that the previous step of the suite
-    ran another version of it, and how to re-anchor."""
-    same_name = [r for r in earlier if r.suite == entry.suite]
-    previous = next((r for r in reversed(same_name) if r.suite_hash == entry.suite_hash), None)
-    last = same_name[-1] if same_name else None
+    """Tasks passing everything, paired with the row this run is a change of: `against` (a run
+    id, or a step's name: that step's latest row of this suite version), else the last earlier
+    row of this suite version that ran the same model, source and judge, else the last of any
+    (a Δ that `delta_text` then says is not like with like). The paired difference with its 95%
+    interval and McNemar's p, so a step that only moved noise says so. This run is read from
+    memory (`frame`), the earlier one from its parquet. An exploratory run (in the scratch
+    area) looks for its base in the committed climb too, so exploring a step shows its Δ
+    against what was recorded. With nothing comparable, (None, why): a reader must see that
+    the suite's previous step ran another version of it, and how to re-anchor."""
+    candidates = [(r, out) for r in earlier]
+    if out.resolve() == scratch_dir().resolve() and results_dir().exists():
+        candidates = [(r, results_dir()) for r in read(results_dir())] + candidates
+    same_name = [(r, at) for r, at in candidates if r.suite == entry.suite]
+    same = [(r, at) for r, at in same_name if r.suite_hash == entry.suite_hash]
+    last = same_name[-1][0] if same_name else None
     if against is not None:
-        previous = next((r for r in earlier if r.run_id == against), None) or next(
-            (
-                r for r in reversed(same_name)
-                if r.experiment == against and r.suite_hash == entry.suite_hash
-            ),
-            None,
-        )  # fmt: skip
-        if previous is None:
+        found = [(r, at) for r, at in candidates if r.run_id == against] or [
+            (r, at) for r, at in same if r.experiment == against
+        ]
+        if not found:
             return None, f"{against} has no change-log row of this suite version to pair with"
+        previous, at = found[-1]
         last = previous
-    if previous is None:
-        if last is None:
-            return None, f"the first row of suite {entry.suite}"
-        return None, (
-            f"{last.experiment}, the last {entry.suite} row, ran another version of the suite "
-            f"({last.suite_hash}, now {entry.suite_hash}): rerun it on this one to re-anchor"
-        )
-    if not (out / previous.parquet).exists():
+    else:
+        liked = [(r, at) for r, at in same if not unlike(r, entry)]
+        if not (liked or same):
+            if last is None:
+                return None, f"the first row of suite {entry.suite}"
+            return None, (
+                f"{last.experiment}, the last {entry.suite} row, ran another version of the "
+                f"suite ({last.suite_hash}, now {entry.suite_hash}): rerun it on this one to "
+                "re-anchor"
+            )
+        previous, at = (liked or same)[-1]
+    if not (at / previous.parquet).exists():
         return None, f"{previous.experiment}'s parquet ({previous.parquet}) is gone"
-    tasks = compare(read_parquet(out / previous.parquet), frame).rows.get("tasks")
+    tasks = compare(read_parquet(at / previous.parquet), frame).rows.get("tasks")
     if tasks is None:
         return None, f"no task both this run and {previous.experiment} decided"
-    skipped = ""
-    if last is not None and last.run_id != previous.run_id:
-        skipped = f" ({last.experiment}, the last {entry.suite} row, ran another suite version)"
+    notes = []
+    if last is not None and last.run_id != previous.run_id and last.suite_hash != entry.suite_hash:
+        notes.append(f"({last.experiment}, the last {entry.suite} row, ran another suite version)")
+    if at != out:
+        notes.append("(recorded in the committed climb)")
     return Delta(
-        vs=previous.run_id, vs_experiment=previous.experiment, tasks=tasks, note=skipped or None
+        vs=previous.run_id,
+        vs_experiment=previous.experiment,
+        tasks=tasks,
+        note=" ".join(notes) or None,
     ), None
 
 
@@ -210,6 +257,6 @@ def parameters_hash(config: RunConfig, max_tokens: int | None = None) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _same_inputs(a: ChangelogRow, b: ChangelogRow) -> bool:
-    clean = not b.git_sha.endswith("-dirty") and b.git_sha != "unknown"
-    return clean and all(getattr(a, k) == getattr(b, k) for k in IDENTITY)
+def _same_inputs(a: ChangelogRow, b: dict[str, Any]) -> bool:
+    clean = not b["git_sha"].endswith("-dirty") and b["git_sha"] != "unknown"
+    return clean and all(getattr(a, k) == b[k] for k in IDENTITY)

@@ -38,7 +38,7 @@ class RunConfig(BaseModel):
     allow_self_judge: bool = False
     source: str = "snapshot"
     agent: AgentConfig = Field(default_factory=AgentConfig)
-    limit: int | None = Field(None, ge=1, description="Run only the first N tasks.")
+    limit: int | None = Field(None, ge=1, description="Run N tasks drawn across the categories.")
     experiment: str = "adhoc"
     change: str = ""
     kind: str = "adhoc"

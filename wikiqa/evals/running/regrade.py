@@ -57,7 +57,18 @@ def _graded(
     raw = read_suite(suite_path)
     if bytes_hash(raw) != meta.suite_hash:
         raise RegradeError(f"{run_id} used suite {meta.suite_hash}; {suite_path} is now another")
-    tasks = parse_tasks(raw, suite_path)[: meta.config.limit]
+    tasks = parse_tasks(raw, suite_path)
+    if meta.config.limit is not None:
+        # the tasks the run drew are the ones its log holds (how a limited run draws its tasks
+        # has changed over time; the log is the record of what it ran)
+        drawn = min(meta.config.limit, len(tasks))
+        logged = {task_id for task_id, _ in log.trials}
+        tasks = [t for t in tasks if t.id in logged]
+        if len(tasks) < drawn:
+            raise RegradeError(
+                f"{run_id}: {drawn - len(tasks)} of its {drawn} tasks have no trial in its log; "
+                "finish the run (resume it) before regrading"
+            )
     wanted = [(t.id, trial) for t in tasks for trial in range(meta.config.trials)]
     missing = [k for k in wanted if k not in log.trials or log.trials[k].failed]
     if missing:

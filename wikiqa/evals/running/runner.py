@@ -56,6 +56,7 @@ from wikiqa.evals.tasks.task import (
     read_suite,
     refuse_held_out,
     resolve_suite,
+    sample,
 )
 from wikiqa.models import Model
 from wikiqa.outputs import check_run_id
@@ -116,8 +117,12 @@ class Runner:
         notify: Callable[[str], None] | None = None,
         record_cassette: bool = True,
         executor: Executor | None = None,
+        admit: Callable[[RunMeta], None] | None = None,
     ) -> None:
         self.config = config
+        # Called with a new run's metadata before anything is written: it may refuse the run
+        # (the change log refuses a rerun whose row is already recorded) by raising.
+        self.admit = admit
         self.executor = executor  # None: the one config.executor names
         self.model = model or open_run_model(config.model)
         self.source = source or open_source(config.source, (config.out,))
@@ -202,7 +207,7 @@ class Runner:
         all_tasks = parse_tasks(raw, suite_path)
         if not config.holdout:
             refuse_held_out(all_tasks, suite_path)
-        tasks = all_tasks[: config.limit]
+        tasks = sample(all_tasks, config.limit)
         digest = bytes_hash(raw)
         check_replay(self.source, digest)
         now = datetime.now(UTC)
@@ -211,13 +216,15 @@ class Runner:
             if resume
             else (f"{now:%Y%m%dT%H%M%SZ}-{slug(config.experiment)}-{uuid.uuid4().hex[:6]}")
         )
+        meta = self._meta(run_id, now, suite_path, digest, len(tasks))
+        if not resume and self.admit is not None:
+            self.admit(meta)
         with run_lock(config.out, run_id):
             if resume:
                 log = RunLog.load(config.out, run_id)
                 self._check_resume(log.meta, digest)
                 log.drop_cut_tail()
             else:
-                meta = self._meta(run_id, now, suite_path, digest, len(tasks))
                 header = _portable(meta).model_dump(mode="json")
                 header["config"].pop("out")  # a log is read where it lies, never where it says
                 log = RunLog.create(config.out, meta, header)

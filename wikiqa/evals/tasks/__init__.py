@@ -17,6 +17,7 @@ from wikiqa.evals.tasks.task import (
     read_suite,
     refuse_held_out,
     resolve_suite,
+    sample,
     suite_hash,
 )
 
@@ -36,5 +37,6 @@ __all__ = [
     "read_suite",
     "refuse_held_out",
     "resolve_suite",
+    "sample",
     "suite_hash",
 ]

@@ -209,3 +209,32 @@ def resolve_suite(suite: str, holdout: bool = False) -> Path:
     if not path.exists():
         raise TaskError(f"{suite}: no such suite (use dev, public, --holdout, or a task file path)")
     return path
+
+
+def sample(tasks: list[Task], limit: int | None) -> list[Task]:
+    """`limit` tasks drawn across the suite's categories rather than its first lines: a suite
+    file is grouped by category, so its first ten tasks may hold no unanswerable one and could
+    not test an abstention lever. Every category gets one task while `limit` allows (the
+    largest first), then seats go by Webster's rule (in proportion to each category's size);
+    each category gives its tasks in file order, and the sample keeps file order. Deterministic:
+    the same suite and limit give the same tasks, so a limited run can be resumed or repeated."""
+    if limit is None or limit >= len(tasks):
+        return list(tasks)
+    sizes: dict[str, int] = {}
+    for task in tasks:
+        sizes[task.category] = sizes.get(task.category, 0) + 1
+    seats = dict.fromkeys(sizes, 0)
+    by_size = sorted(sizes, key=lambda c: -sizes[c])  # stable: ties keep file order
+    for category in by_size[:limit]:
+        seats[category] = 1
+    for _ in range(limit - sum(seats.values())):
+        open_ = [c for c in by_size if seats[c] < sizes[c]]
+        chosen = max(open_, key=lambda c: sizes[c] / (2 * seats[c] + 1))
+        seats[chosen] += 1
+    taken = dict.fromkeys(sizes, 0)
+    picked = []
+    for task in tasks:
+        if taken[task.category] < seats[task.category]:
+            taken[task.category] += 1
+            picked.append(task)
+    return picked
