@@ -39,6 +39,7 @@ from wikiqa.experiment.views import (
     resolve_out,
     run_tasks,
     summary_of,
+    with_drift,
 )
 from wikiqa.project import experiments_dir
 
@@ -84,4 +85,5 @@ __all__ = [
     "step_name_of",
     "summary_of",
     "table",
+    "with_drift",
 ]
