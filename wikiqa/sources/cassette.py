@@ -75,8 +75,9 @@ class CassetteRecorder(SourceWrapper):
         self._seen: set[tuple[Any, ...]] = set()
         self._zip = _compressor()
         self._fd: int | None = None  # kept open while recording; `close` closes it
-        # Records not yet written (`flush`) or handed over (`take`), each with its line's text.
-        self._pending: list[tuple[dict[str, Any], str]] = []
+        # Records not yet written (`flush`) or handed over (`take`), each with its line's text
+        # and whether that text is scrubbed already (an article's line, made by `article_record`).
+        self._pending: list[tuple[dict[str, Any], str, bool]] = []
         if self.path is None:
             return
         if self.path.exists() and self.path.stat().st_size > 0:
@@ -107,17 +108,17 @@ class CassetteRecorder(SourceWrapper):
     def _pack(self, data: bytes) -> bytes:
         return self._zip.compress(data) + self._zip.flush(zlib.Z_SYNC_FLUSH)
 
-    def _hold(self, record: dict[str, Any], text: str | None = None) -> None:
-        """Hold a record until `flush`, with its line's text (made here if not given)."""
-        self._pending.append(
-            (record, json.dumps(record, ensure_ascii=False) if text is None else text)
-        )
+    def _hold(self, record: dict[str, Any], text: str | None = None, clean: bool = False) -> None:
+        """Hold a record until `flush`, with its line's text (made here if not given) and
+        whether that text is scrubbed already."""
+        line = json.dumps(record, ensure_ascii=False) if text is None else text
+        self._pending.append((record, line, clean))
 
     def take(self) -> list[dict[str, Any]]:
         """The records held, handed over and forgotten (a collecting recorder's trial)."""
         with self._lock:
             taken, self._pending = self._pending, []
-            return [record for record, _ in taken]
+            return [record for record, _, _ in taken]
 
     def add(self, records: list[dict[str, Any]]) -> None:
         """Hold the records another recorder collected (a Ray worker's trial) that this
@@ -130,15 +131,20 @@ class CassetteRecorder(SourceWrapper):
                     self._hold(record)
 
     def flush(self) -> None:
-        """Write the held lines in one write (scrubbed of secrets at once: each scrub has a cost
-        of its own), sync-flushed so that what is on disk reads as whole lines."""
+        """Write the held lines in one write, sync-flushed so that what is on disk reads as
+        whole lines: the article lines made here first (scrubbed when made), then the others,
+        in the order they came, scrubbed together (each scrub has a cost of its own). A fetch
+        line still follows the article it names: in this write's first part, or an earlier
+        write."""
         with self._lock:
             self._flush_held()
 
     def _flush_held(self) -> None:
         if not self._pending or self.path is None:
             return
-        text = scrub("".join(line + "\n" for _, line in self._pending))
+        clean = "".join(line + "\n" for _, line, scrubbed in self._pending if scrubbed)
+        rest = "".join(line + "\n" for _, line, scrubbed in self._pending if not scrubbed)
+        text = clean + scrub(rest)
         self._pending = []
         if self._fd is None:
             self._fd = open_append(self.path)  # never through a planted symbolic link
@@ -210,7 +216,7 @@ class CassetteRecorder(SourceWrapper):
         with self._lock:
             if record is not None and ident not in self._keys:
                 self._keys.add(str(ident))
-                self._hold(record, line)
+                self._hold(record, line, clean=True)
             if key not in self._keys:
                 self._keys.add(key)
                 self._hold({"fetch": fetch.model_dump(mode="json")},
