@@ -5,11 +5,12 @@ cassette recorder, in pairs run back to back so that a busy machine slows both a
 trial (every answer is new: the worst case) and with 3 (the climb's default: a task's later
 trials repeat its first one's calls). A warm-up run comes first (memoised sentence splits and
 the like would otherwise favour whichever side ran second), each run starts after a garbage
-collection, and the pairs alternate which side runs first, so a machine growing busier or calmer during the benchmark does not lean on one
-side. Each pair gives an overhead share, (with - without) / without; the figure held to the
-target is the median of the pairs' shares, printed with their spread (lowest and highest). The
-target is on the process's CPU time: this machine is shared, and wall time moves by more than
-the overhead between two identical runs (wall figures are printed beside it).
+collection, and the pairs alternate which side runs first, so that a machine growing busier or
+calmer during the benchmark does not lean on one side. Each pair gives an overhead share,
+(with - without) / without; the figure held to the target is the median of the pairs' shares,
+printed with their spread (lowest and highest). The target is on the process's CPU time: this
+machine is shared, and wall time moves by more than the overhead between two identical runs
+(wall figures are printed beside it).
 
 Beside it, the recorder's own CPU per trial, measured apart from the agent: the last run's
 calls (from its log's traces) replayed through a recorder over its own cassette, minus the same

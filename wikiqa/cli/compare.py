@@ -3,8 +3,8 @@
 `compare` pairs two runs of one suite task by task and prints, per dimension and for tasks
 passing everything, B - A with its 95% interval and McNemar's exact p; then the tasks it left
 out and why, the drift between the runs' cassettes, and the tasks that read drifted text with
-their verdict in each run. `power` prints the
-smallest difference a suite of N tasks detects at 80% power and alpha = 0.05.
+their verdict in each run. `power` prints the smallest difference a suite of N tasks detects at
+80% power and alpha = 0.05.
 """
 
 from __future__ import annotations
