@@ -55,6 +55,7 @@ _ABBREVIATION = re.compile(
     r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|Ft|Jr|Sr|Gen|Col|Lt|Capt|Gov|Rev|No|Vol|vs|c|ca|approx)"
     r"|\b[A-Z](?:\.[A-Z])*)\.$"
 )
+_ABBREVIATION_REACH = 16  # longer than its longest word ("approx."), with the boundary before it
 # Hard boundaries inside a sentence: markup and role tokens (`<tag>`, `</tag>`, `<|im_start|>`),
 # the start of a JSON object, and a change into a run of letters of another script outside
 # parentheses (a parenthesised native name, "Moscow (Russian: Москва)", stays put).
@@ -179,10 +180,14 @@ def _sentences(text: str) -> tuple[str, ...]:
         cjk = text[match.start() - 1 : match.start()] in "。！？"
         if not _starts_sentence(text, match.end(), spaced, cjk):
             continue
-        candidate = text[start : match.start()].rstrip()
-        if _ABBREVIATION.search(candidate):
+        end = match.start()
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        # Only the end of the text since the last cut can hold the abbreviation: searching the
+        # whole of it would be quadratic in a run of initials ("A. B. C. ...").
+        if _ABBREVIATION.search(text, max(start, end - _ABBREVIATION_REACH), end):
             continue
-        if candidate:
+        if end > start:
             spans.append(text[start : match.end()].strip())
         start = match.end()
     tail = text[start:].strip()

@@ -1,8 +1,10 @@
 """`wikiqa compare RUN_A RUN_B` and `wikiqa power N`: is a change real, and could we tell?
 
 `compare` pairs two runs of one suite task by task and prints, per dimension and for tasks
-passing everything, B - A with its 95% interval and McNemar's exact p. `power` prints the
-smallest difference a suite of N tasks detects at 80% power and alpha = 0.05.
+passing everything, B - A with its 95% interval and McNemar's exact p; then the tasks it left
+out and why, the drift between the runs' cassettes, and the tasks that read drifted text with
+their verdict in each run. `power` prints the smallest difference a suite of N tasks detects at
+80% power and alpha = 0.05.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from wikiqa.terminal import echo
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from wikiqa.evals.analysis.compare import DifferentSuites, compare, render
-    from wikiqa.experiment import drift_between, load_run
+    from wikiqa.experiment import load_run, with_drift
 
     frames = []
     for run in (args.run_a, args.run_b):
@@ -29,8 +31,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         result = compare(frames[0], frames[1], args.allow_different_suites)
     except DifferentSuites as err:
         raise CliError(str(err), EXIT_USAGE) from err
-    found, why = drift_between(args.run_a, args.run_b, args.out)
-    result = result.model_copy(update={"drift": found, "drift_unknown": why})
+    result = with_drift(result, args.run_a, args.run_b, (frames[0], frames[1]), args.out)
     echo(result.model_dump_json(indent=2) if args.json else render(result))
     return 0
 

@@ -47,6 +47,7 @@ from wikiqa.experiment.views import (
     run_tasks,
     summary_of,
     unlike_runs,
+    with_drift,
 )
 from wikiqa.project import experiments_dir
 
@@ -101,4 +102,5 @@ __all__ = [
     "summary_of",
     "table",
     "unlike_runs",
+    "with_drift",
 ]

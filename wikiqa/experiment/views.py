@@ -11,9 +11,11 @@ import pandas as pd
 
 from wikiqa.evals import Task, load_tasks, resolve_suite, results_dir
 from wikiqa.evals.analysis import COLUMNS, render, summarize, task_verdicts, trial_verdicts
-from wikiqa.evals.analysis.compare import DifferentSuites, compare
+from wikiqa.evals.analysis.compare import Comparison, DifferentSuites, Reads, compare, drifted_tasks
 from wikiqa.evals.analysis.stats import count_text, wilson
 from wikiqa.evals.climb.changelog import ChangelogRow, delta_text, read, unlike
+from wikiqa.evals.running.runlog import SUFFIX as LOG_SUFFIX
+from wikiqa.evals.running.runlog import RunLogError, find_log
 from wikiqa.inputs import loads, read_parquet
 from wikiqa.project import project_root
 from wikiqa.registry import model_levers
@@ -72,6 +74,47 @@ def drift_between(
         except CassetteError as err:
             return None, str(err)
     return drift(*cassettes), None
+
+
+def with_drift(
+    result: Comparison,
+    a: str | Path,
+    b: str | Path,
+    frames: tuple[pd.DataFrame, pd.DataFrame],
+    out: Path | None = None,
+) -> Comparison:
+    """`result` with the drift between the two runs' cassettes and, when there is some, the
+    tasks that read the drifted text (from the runs' logs) with their verdicts in each run."""
+    found, why = drift_between(a, b, out)
+    update: dict[str, Any] = {"drift": found, "drift_unknown": why}
+    if found is not None and (found.articles or found.searches):
+        try:
+            reads = task_reads(a, out), task_reads(b, out)
+        except RunLogError as err:
+            update["drift_tasks_unknown"] = str(err)
+        else:
+            update["drift_tasks"] = drifted_tasks(found, reads, *frames)
+    return result.model_copy(update=update)
+
+
+def task_reads(run: str | Path, out: Path | None = None) -> dict[str, Reads]:
+    """What each task of a run read, from the traces its run log holds: the titles of the
+    articles it fetched and the queries it searched, over all its trials. RunLogError when the
+    log is missing or refused."""
+    parquet = find_run(run, out)
+    path = parquet.with_name(parquet.name.removesuffix(".parquet") + LOG_SUFFIX)
+    if not (path.exists() or path.is_symlink()):  # a symlink is found, and refused when read
+        raise RunLogError(f"no log of run {parquet.stem!r} beside {parquet}")
+    log = find_log(path, parquet.parent.parent)
+    titles: dict[str, set[str]] = {}
+    queries: dict[str, set[str]] = {}
+    for (task, _), record in log.trials.items():
+        titles.setdefault(task, set()).update(r.title for r in record.result.retrieved)
+        queries.setdefault(task, set()).update(
+            str(e.detail["query"]) for e in record.result.trace
+            if e.kind == "search" and "query" in e.detail
+        )  # fmt: skip
+    return {t: Reads(frozenset(titles[t]), frozenset(queries[t])) for t in titles}
 
 
 @lru_cache(maxsize=32)

@@ -31,7 +31,7 @@ from wikiqa.sources.cassette_files import (
     Fetch,
     Header,
     Search,
-    article_line,
+    article_record,
     content_hash,
     fetch_key,
     header_line,
@@ -58,8 +58,11 @@ class CassetteRecorder(SourceWrapper):
     and written, sync-flushed, by `flush`, which the runner calls before it journals each
     trial: every trial the journal holds has its calls on disk (an interrupted run's cassette
     reads up to its last whole line, and what an unjournaled trial fetched records again when it
-    reruns). One write a trial, not one a line, is what keeps recording within 5% of an offline
-    trial's time (`python -m wikiqa.bench cassette`).
+    reruns). A line is serialized once, when its call is first seen (by pydantic-core's
+    serializer), and a call seen before costs a set lookup; an article is scrubbed of secrets
+    when its line is made (its id is of the scrubbed content), the other lines together when
+    they are written. With one write a trial, that keeps recording within 5% of an offline
+    trial's CPU time (`python -m wikiqa.bench cassette`).
     """
 
     def __init__(
@@ -72,7 +75,9 @@ class CassetteRecorder(SourceWrapper):
         self._seen: set[tuple[Any, ...]] = set()
         self._zip = _compressor()
         self._fd: int | None = None  # kept open while recording; `close` closes it
-        self._pending: list[dict[str, Any]] = []  # records not yet written (`flush`, `take`)
+        # Records not yet written (`flush`) or handed over (`take`), each with its line's text
+        # and whether that text is scrubbed already (an article's line, made by `article_record`).
+        self._pending: list[tuple[dict[str, Any], str, bool]] = []
         if self.path is None:
             return
         if self.path.exists() and self.path.stat().st_size > 0:
@@ -81,7 +86,7 @@ class CassetteRecorder(SourceWrapper):
             if header is None:
                 raise ValueError(f"{self.path}: a new cassette needs its header")
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._write(header_line(header))
+            self._hold(header_line(header))
             self.flush()
 
     def _resume(self) -> None:
@@ -103,15 +108,17 @@ class CassetteRecorder(SourceWrapper):
     def _pack(self, data: bytes) -> bytes:
         return self._zip.compress(data) + self._zip.flush(zlib.Z_SYNC_FLUSH)
 
-    def _write(self, *records: dict[str, Any]) -> None:
-        """Hold records until `flush` (called with the lock held)."""
-        self._pending.extend(records)
+    def _hold(self, record: dict[str, Any], text: str | None = None, clean: bool = False) -> None:
+        """Hold a record until `flush`, with its line's text (made here if not given) and
+        whether that text is scrubbed already."""
+        line = json.dumps(record, ensure_ascii=False) if text is None else text
+        self._pending.append((record, line, clean))
 
     def take(self) -> list[dict[str, Any]]:
         """The records held, handed over and forgotten (a collecting recorder's trial)."""
         with self._lock:
             taken, self._pending = self._pending, []
-            return taken
+            return [record for record, _, _ in taken]
 
     def add(self, records: list[dict[str, Any]]) -> None:
         """Hold the records another recorder collected (a Ray worker's trial) that this
@@ -121,23 +128,36 @@ class CassetteRecorder(SourceWrapper):
                 key = record_key(record)
                 if key not in self._keys:
                     self._keys.add(key)
-                    self._pending.append(record)
+                    self._hold(record)
 
     def flush(self) -> None:
-        """Write the held records as lines in one write (scrubbed once: scrubbing is a large
-        part of the cost), sync-flushed so that what is on disk reads as whole lines."""
+        """Write the held lines in one write, sync-flushed so that what is on disk reads as
+        whole lines: the article lines made here first (scrubbed when made), then the others,
+        in the order they came, scrubbed together (each scrub has a cost of its own). A fetch
+        line still follows the article it names: in this write's first part, or an earlier
+        write."""
         with self._lock:
             self._flush_held()
 
     def _flush_held(self) -> None:
         if not self._pending or self.path is None:
             return
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self._pending)
+        clean = "".join(line + "\n" for _, line, scrubbed in self._pending if scrubbed)
+        rest = "".join(line + "\n" for _, line, scrubbed in self._pending if not scrubbed)
+        text = clean + scrub(rest)
         self._pending = []
         if self._fd is None:
             self._fd = open_append(self.path)  # never through a planted symbolic link
+        self._write(self._pack(text.encode()))
+
+    def _write(self, data: bytes) -> None:
+        """All of `data`, however many writes it takes (a short write would lose the end of
+        the compressed stream its gzip trailer counts)."""
+        assert self._fd is not None
+        view = memoryview(data)
         try:
-            os.write(self._fd, self._pack(scrub(text).encode()))
+            while view:
+                view = view[os.write(self._fd, view) :]
         except OSError as err:  # a full disk: say which file
             raise OSError(err.errno, err.strerror, str(self.path)) from err
 
@@ -153,7 +173,7 @@ class CassetteRecorder(SourceWrapper):
             if self._fd is None:
                 self._fd = open_append(self.path)  # never through a planted symbolic link
             try:
-                os.write(self._fd, tail)
+                self._write(tail)
             finally:
                 os.close(self._fd)
                 self._fd = None
@@ -165,7 +185,8 @@ class CassetteRecorder(SourceWrapper):
             return content_hash(self._keys)
 
     # Every call is checked against what is recorded by a cheap in-memory key (the values
-    # themselves); the hashed keys of `cassette_files` are computed only for what is new.
+    # themselves); the hashed keys of `cassette_files` and the lines are made only for what is
+    # new, outside the lock (two threads making the same line is harmless: the keys dedupe).
 
     def search(self, query: str, limit: int = 5) -> list[SearchHit]:
         hits = self.inner.search(query, limit)
@@ -173,13 +194,13 @@ class CassetteRecorder(SourceWrapper):
         if seen in self._seen:
             return hits
         search = Search(query=query, limit=limit, hits=hits)
+        key = search_key(search)
         with self._lock:
-            if seen not in self._seen:
-                key = search_key(search)
-                if key not in self._keys:
-                    self._write({"search": search.model_dump(mode="json")})
-                    self._keys.add(key)
-                self._seen.add(seen)
+            if key not in self._keys:
+                self._keys.add(key)
+                self._hold({"search": search.model_dump(mode="json")},
+                           f'{{"search":{search.model_dump_json()}}}')  # fmt: skip
+            self._seen.add(seen)
         return hits
 
     def get_article(self, title: str, depth: Depth = "lead") -> Article | None:
@@ -188,22 +209,18 @@ class CassetteRecorder(SourceWrapper):
         seen = ("f", normalize_title(title), depth, content)
         if seen in self._seen:
             return article
+        record, line = article_record(article) if article is not None else (None, None)
+        ident = record["id"] if record is not None else None
+        fetch = Fetch(title=title, depth=depth, article=ident)
+        key = fetch_key(fetch)
         with self._lock:
-            if seen in self._seen:
-                return article
-            line = article_line(article) if article is not None else None
-            ident = line["id"] if line is not None else None
-            fetch = Fetch(title=title, depth=depth, article=ident)
-            key = fetch_key(fetch)
-            lines = []
-            if line is not None and ident not in self._keys:
-                lines.append(line)
+            if record is not None and ident not in self._keys:
                 self._keys.add(str(ident))
+                self._hold(record, line, clean=True)
             if key not in self._keys:
-                lines.append({"fetch": fetch.model_dump(mode="json")})
                 self._keys.add(key)
-            if lines:
-                self._write(*lines)
+                self._hold({"fetch": fetch.model_dump(mode="json")},
+                           f'{{"fetch":{fetch.model_dump_json()}}}')  # fmt: skip
             self._seen.add(seen)
         return article
 

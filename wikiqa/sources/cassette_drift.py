@@ -14,8 +14,6 @@ snapshot file changed). A search drifted when its hit titles, in order, differ.
 
 from __future__ import annotations
 
-import difflib
-
 from pydantic import BaseModel, computed_field
 
 from wikiqa.sources.cassette_files import Cassette
@@ -114,13 +112,15 @@ def _hit_lists(cassette: Cassette) -> dict[tuple[str, int], list[list[str]]]:
 
 
 def changed_sentences(old: str, new: str) -> tuple[list[str], list[str]]:
-    """(sentences only `old` has, sentences only `new` has), by difflib on the sentence lists."""
-    removed, added = [], []
-    for line in difflib.ndiff(sentences(old), sentences(new)):
-        if line.startswith("- "):
-            removed.append(line[2:])
-        elif line.startswith("+ "):
-            added.append(line[2:])
+    """(sentences only `old` has, sentences only `new` has), each once, in text order.
+
+    The sentence sets are compared, not the sequences: linear in the text, where an alignment
+    (difflib's) is quadratic or worse on many near-identical sentences, which a handed-over
+    cassette may hold. A sentence moved or repeated, with no other change, is not listed."""
+    before, after = sentences(old), sentences(new)
+    kept_before, kept_after = set(before), set(after)
+    removed = list(dict.fromkeys(s for s in before if s not in kept_after))
+    added = list(dict.fromkeys(s for s in after if s not in kept_before))
     return removed, added
 
 
@@ -168,7 +168,7 @@ def render_drift(d: Drift) -> str:
         revs = f"revision {_revs(art.a_revisions)} -> {_revs(art.b_revisions)}"
         out += ["", f"article {art.title} ({art.depth}): {revs}"]
         if not art.removed and not art.added:
-            out.append("  (same sentences: the revision changed elsewhere)")
+            out.append("  (the same sentences: moved, repeated, or changed outside the text)")
         out += [f"  - {s}" for s in art.removed] + [f"  + {s}" for s in art.added]
     for s in d.searches:
         out += ["", f"search {s.query!r} (limit {s.limit})"]

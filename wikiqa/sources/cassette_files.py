@@ -30,14 +30,18 @@ the file does not hold, and a last line cut short (a run killed mid-write: resum
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import to_json
 
 from wikiqa.inputs import (
     GZIP_MAGIC,
@@ -48,6 +52,7 @@ from wikiqa.inputs import (
     loads,
     read_bounded,
 )
+from wikiqa.outputs import check_run_id, write_atomic
 from wikiqa.secrets import scrub, scrub_data
 from wikiqa.sources.protocol import normalize_title
 from wikiqa.sources.records import Article, Depth, SearchHit
@@ -107,7 +112,13 @@ def article_id(article: Article) -> str:
 
 def _article_id(data: dict[str, Any]) -> str:
     provenance = {k: v for k, v in data["provenance"].items() if k != "fetched_at"}
-    return _digest(canonical(data | {"provenance": provenance}))
+    # `canonical`'s bytes, by pydantic-core's serializer (a fraction of the time): the same for
+    # an article's data, which holds strings, integers, booleans and nulls but never a float
+    # (the two spell some floats differently, so searches keep `canonical`), in dicts nested
+    # one deep (provenance, infobox).
+    flat = {k: dict(sorted(v.items())) if isinstance(v, dict) else v for k, v in data.items()}
+    body = to_json(dict(sorted((flat | {"provenance": dict(sorted(provenance.items()))}).items())))
+    return hashlib.sha256(body).hexdigest()[:16]
 
 
 def fetch_key(fetch: Fetch) -> str:
@@ -164,15 +175,23 @@ def header_line(header: Header) -> dict[str, Any]:
 def article_line(article: Article) -> dict[str, Any]:
     """An article's line: the article, scrubbed of secrets as every written line is, and the id
     of that scrubbed content (`article_id` of what a reader will parse back)."""
+    return article_record(article)[0]
+
+
+def article_record(article: Article) -> tuple[dict[str, Any], str]:
+    """An article's line as a record and as the text to write (without its newline), serialized
+    and scrubbed once: a recorder writes the text as it is."""
     data = article.model_dump(mode="json")
-    text = json.dumps(data, ensure_ascii=False)  # as the writers dump (and scrub) the line
+    text = to_json(data).decode()
     clean = scrub(text)
     if clean != text:
         try:
             data = json.loads(clean)
         except json.JSONDecodeError:  # a mask that cut through JSON syntax: value by value
             data = scrub_data(data)
-    return {"article": data, "id": _article_id(data)}
+        clean = json.dumps(data, ensure_ascii=False)
+    ident = _article_id(data)
+    return {"article": data, "id": ident}, f'{{"article":{clean},"id":"{ident}"}}'
 
 
 def read_cassette(path: Path | str, *, allow_cut_tail: bool = False) -> Cassette:
@@ -271,8 +290,9 @@ def cassette_of(parquet: Path) -> Path:
 
 
 def find_cassette(ref: str, results: Iterable[Path]) -> Path:
-    """A cassette by path, or by run id under each results folder's runs/ and its scratch
-    area's (as `wikiqa.experiment.find_run` looks for parquets)."""
+    """A cassette by path, or by run id: under each results folder's runs/ and its scratch
+    area's (as `wikiqa.experiment.find_run` looks for parquets), then where the index of
+    recorded cassettes says the run wrote it (`remember_cassette`), whatever folder that was."""
     path = Path(ref)
     if path.suffix or "/" in ref:
         if not path.exists():  # a FIFO or device is found, and refused as such when read
@@ -285,4 +305,54 @@ def find_cassette(ref: str, results: Iterable[Path]) -> Path:
             if candidate.is_file():
                 return candidate
             looked.append(str(folder))
-    raise CassetteError(f"no cassette for run {ref!r} under {', '.join(dict.fromkeys(looked))}")
+    indexed, why = _indexed(ref)
+    if indexed is not None:
+        return indexed
+    raise CassetteError(
+        f"no cassette for run {ref!r} under {', '.join(dict.fromkeys(looked))}"
+        + (f" ({why})" if why else "")
+    )
+
+
+# The index of recorded cassettes: one small file per run under the cache directory, naming
+# the absolute path its cassette was written to, so `cassette:RUN_ID` finds a run recorded with
+# any --out. An entry is trusted no further than the lookup by folder: it must name a regular
+# file (not a link) called RUN_ID.cassette.jsonl.gz, which is then read like any cassette.
+INDEX_FOLDER = "cassettes"
+MAX_INDEX_ENTRY = 4096
+
+
+def _index() -> Path:
+    from wikiqa.config import Settings
+
+    return Settings().home.expanduser() / INDEX_FOLDER
+
+
+def remember_cassette(run_id: str, path: Path) -> None:
+    """Note in the index where run `run_id` records its cassette. Best effort: a cache folder
+    that cannot be written costs only the lookup from another folder, never the run."""
+    folder = _index()
+    with contextlib.suppress(OSError, ValueError):
+        write_atomic(folder / check_run_id(run_id), str(path.absolute()).encode(), folder)
+
+
+def _indexed(run_id: str) -> tuple[Path | None, str | None]:
+    """The cassette the index names for `run_id`, or (None, why not, when there is an entry)."""
+    try:
+        entry = _index() / check_run_id(run_id)
+        if not stat.S_ISREG(os.lstat(entry).st_mode):
+            return None, f"the cassette index entry {entry} is not a regular file"
+        named = Path(read_bounded(entry, MAX_INDEX_ENTRY, "cassette index entry").decode())
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as err:  # unreadable, too large, not UTF-8, not a run id
+        return None, f"the cassette index entry for it is unreadable: {err}"
+    if not named.is_absolute() or named.name != f"{run_id}{CASSETTE_SUFFIX}":
+        return None, f"the cassette index names {str(named)!r}, not a cassette of this run"
+    try:
+        info = os.lstat(named)
+    except (OSError, ValueError):  # gone, or a name no file can have
+        return None, f"it was recorded at {named}, which is gone"
+    if not stat.S_ISREG(info.st_mode):
+        return None, f"it was recorded at {named}, which is now not a regular file"
+    return named, None

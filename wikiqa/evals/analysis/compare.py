@@ -5,22 +5,60 @@ passing trials among its decided ones (0 or 1 with one trial); only tasks both r
 compared. The difference B - A comes with its 95% interval (CLT on the paired per-task
 differences) and McNemar's exact p on the tasks that flipped. Runs of different suites are not
 compared unless asked: a different suite is a different instrument.
+
+A task left out of the pairing is named, with why: one run did not run it, or every trial of it
+ended in an infrastructure error (a replay's cassette lacking a call, Wikipedia or the model
+down), with the first error's cause. Where the runs saw different text (drift, from their
+cassettes), each task that read a drifted article or made a drifted search is listed with its
+verdict in both runs (`TaskDrift`, joined by `drifted_tasks`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, NamedTuple
 
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, computed_field
 
-from wikiqa.evals.analysis.reduce import COLUMNS, records_of, trial_records
+from wikiqa.evals.analysis.reduce import COLUMNS, records_of, task_records, trial_records
 from wikiqa.evals.analysis.stats import Paired, paired
 from wikiqa.sources.cassette_drift import Drift
+from wikiqa.sources.protocol import normalize_title
+
+
+class Reads(NamedTuple):
+    """What one task read in one run: the titles of the articles it fetched, the queries it
+    searched (from its trials' traces)."""
+
+    titles: frozenset[str] = frozenset()
+    queries: frozenset[str] = frozenset()
 
 
 class DifferentSuites(ValueError):
     """The two runs graded different suites (or different versions of one)."""
+
+
+class LeftOut(BaseModel):
+    """A task one of the runs graded that the pairing could not use, and why."""
+
+    task_id: str
+    reason: str
+
+
+class TaskDrift(BaseModel):
+    """A task that read text that drifted between the runs, and what each run made of it."""
+
+    task_id: str
+    articles: list[str]  # drifted articles the task fetched, in either run
+    searches: list[str]  # drifted searches (queries) the task made, in either run
+    a: str  # the task's verdict in each run (pass, fail, needs_judge, error, or absent)
+    b: str
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def changed(self) -> bool:
+        return self.a != self.b
 
 
 class Comparison(BaseModel):
@@ -29,10 +67,13 @@ class Comparison(BaseModel):
     suite: str
     suite_hash: str
     rows: dict[str, dict[str, Any]]
+    left_out: list[LeftOut] = Field(default_factory=list)
     # What changed in the text and searches the two runs saw (their cassettes); None when a
     # run has no cassette (recorded before cassettes), with `drift_unknown` saying why.
     drift: Drift | None = None
     drift_unknown: str | None = None
+    drift_tasks: list[TaskDrift] = Field(default_factory=list)
+    drift_tasks_unknown: str | None = None  # why the tasks that read drifted text are not known
 
 
 def _scores(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
@@ -76,7 +117,73 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, allow_different_suites: bool = Fal
     return Comparison(
         a=_meta(a, "run_id"), b=_meta(b, "run_id"), suite=_meta(a, "suite"),
         suite_hash=_meta(a, "suite_hash"), rows=rows,
+        left_out=left_out(a, b, set(score_a.get("tasks", {})) & set(score_b.get("tasks", {}))),
     )  # fmt: skip
+
+
+def left_out(a: pd.DataFrame, b: pd.DataFrame, paired: set[str]) -> list[LeftOut]:
+    """The tasks either run has that are not among the `paired` ones, each with why."""
+    errors = _errored(a), _errored(b)
+    ran = set(a["task_id"]), set(b["task_id"])
+    found = []
+    for task in sorted((ran[0] | ran[1]) - paired):
+        why = [f"not run in {side}" for side, r in zip("AB", ran, strict=True) if task not in r]
+        why += [f"every trial errored in {side} ({e[task]})"
+                for side, e in zip("AB", errors, strict=True) if task in e]  # fmt: skip
+        found.append(LeftOut(task_id=task, reason="; ".join(why) or "no decided trial"))
+    return found
+
+
+def _errored(frame: pd.DataFrame) -> dict[str, str]:
+    """task -> the first error's cause, for tasks none of whose trials was graded (every one
+    ended in an infrastructure error, or in a judge error)."""
+    trials: dict[str, set[int]] = {}
+    errors: dict[str, set[int]] = {}
+    causes: dict[str, str] = {}
+    for r in frame.reindex(columns=["task_id", "trial", "verdict", "detail"]).to_dict("records"):
+        task, trial = str(r["task_id"]), int(r["trial"])
+        trials.setdefault(task, set()).add(trial)
+        if r["verdict"] == "error":
+            errors.setdefault(task, set()).add(trial)
+            causes.setdefault(task, _reason(r["detail"]))
+    return {task: causes[task] for task, failed in errors.items() if failed == trials[task]}
+
+
+def _reason(detail: Any) -> str:
+    """An error grade's reason, from its detail (a JSON object, as the results table holds it)."""
+    try:
+        found = json.loads(detail).get("reason") if isinstance(detail, str) else None
+    except (ValueError, AttributeError):
+        found = None
+    return str(found) if found else "no cause recorded"
+
+
+def drifted_tasks(
+    drift: Drift,
+    reads: tuple[dict[str, Reads], dict[str, Reads]],
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+) -> list[TaskDrift]:
+    """The tasks that fetched an article or made a search that drifted between the runs (`reads`:
+    per run, task -> the titles it fetched and the queries it searched), with each run's task
+    verdict; the tasks whose verdict changed first."""
+    articles = {normalize_title(d.title): d.title for d in drift.articles}
+    queries = {d.query for d in drift.searches}
+    verdicts = [{r["task_id"]: r["task"] for r in task_records(records_of(f))} for f in (a, b)]
+    found = []
+    for task in sorted(set(reads[0]) | set(reads[1])):
+        titles: set[str] = set()
+        searched: set[str] = set()
+        for side in reads:
+            fetched, made = side.get(task, Reads())
+            titles |= {articles[t] for t in map(normalize_title, fetched) if t in articles}
+            searched |= made & queries
+        if titles or searched:
+            found.append(TaskDrift(
+                task_id=task, articles=sorted(titles), searches=sorted(searched),
+                a=verdicts[0].get(task, "absent"), b=verdicts[1].get(task, "absent"),
+            ))  # fmt: skip
+    return sorted(found, key=lambda t: not t.changed)
 
 
 def _row(p: Paired) -> dict[str, Any]:
@@ -104,5 +211,28 @@ def render(c: Comparison) -> str:
     drift = c.drift.line() if c.drift else f"drift: unknown ({c.drift_unknown or 'not read'})"
     return "\n".join(
         [f"A {c.a}\nB {c.b}\nsuite {c.suite} ({c.suite_hash}); paired on the tasks both decided", "",
-         *text, drift, "", "* McNemar p < 0.05: the change is unlikely to be noise"]
+         *text, *_left_out_lines(c), drift, *_drift_task_lines(c), "",
+         "* McNemar p < 0.05: the change is unlikely to be noise"]
     )  # fmt: skip
+
+
+def _left_out_lines(c: Comparison) -> list[str]:
+    if not c.left_out:
+        return []
+    return [f"left out {len(c.left_out)} tasks:"] + [
+        f"  {t.task_id}: {t.reason}" for t in c.left_out
+    ]
+
+
+def _drift_task_lines(c: Comparison) -> list[str]:
+    if c.drift_tasks_unknown:
+        return [f"tasks that read drifted text: unknown ({c.drift_tasks_unknown})"]
+    if not c.drift_tasks:
+        return []
+    changed = sum(t.changed for t in c.drift_tasks)
+    lines = [f"tasks that read drifted text: {len(c.drift_tasks)}, verdict changed in {changed}"]
+    for t in c.drift_tasks:
+        read = [*t.articles, *(repr(q) for q in t.searches)]
+        mark = "changed" if t.changed else "same"
+        lines.append(f"  {t.task_id}: {t.a} -> {t.b} ({mark}); read {', '.join(read)}")
+    return lines

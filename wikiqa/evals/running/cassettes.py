@@ -14,7 +14,12 @@ from typing import Any
 from wikiqa.evals.running.records import RunMeta
 from wikiqa.sources import WikiSource
 from wikiqa.sources.cassette import CassetteRecorder, CassetteSource
-from wikiqa.sources.cassette_files import CASSETTE_FORMAT, CASSETTE_SUFFIX, Header
+from wikiqa.sources.cassette_files import (
+    CASSETTE_FORMAT,
+    CASSETTE_SUFFIX,
+    Header,
+    remember_cassette,
+)
 
 
 def _innermost(source: WikiSource) -> Any:
@@ -49,7 +54,9 @@ def open_recorder(source: WikiSource, meta: RunMeta, out: Path) -> CassetteRecor
         source=meta.source_name,
         source_hash=meta.source_hash,
     )
-    return CassetteRecorder(source, path, header)
+    recorder = CassetteRecorder(source, path, header)
+    remember_cassette(meta.run_id, path)  # `cassette:RUN_ID` finds it from any results folder
+    return recorder
 
 
 def with_cassette(meta: RunMeta, recorder: CassetteRecorder | None, out: Path) -> RunMeta:

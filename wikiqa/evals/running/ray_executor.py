@@ -308,7 +308,20 @@ _connected: list[str | None] = []
 
 
 def connect(address: str | None) -> None:
-    """Join the cluster (or start a local Ray) once per process; another address reconnects."""
+    """Join the cluster (or start a local Ray) once per process; another address reconnects.
+    Whatever keeps Ray from starting or answering is an ExecutorError, said in one line: an
+    overloaded machine makes `ray.init` raise a bare Exception ("the current node timed out
+    during startup") or a TimeoutError, besides the connection errors."""
+    try:
+        _connect(address)
+    except ExecutorError:
+        raise
+    except Exception as err:
+        where = f"Ray at {address}" if address else "a local Ray"
+        raise ExecutorError(f"{where} did not start or answer: {_cause(err)}") from err
+
+
+def _connect(address: str | None) -> None:
     given = address
     if ray.is_initialized():
         if _connected and _connected[-1] == given:

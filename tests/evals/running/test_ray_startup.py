@@ -1,0 +1,49 @@
+"""A Ray that cannot start (an overloaded machine: `ray.init` raises a bare Exception or a
+TimeoutError) is an unavailable executor, exit code 3 with one line saying why, like an
+unreachable cluster; never a traceback. Ray itself is not started: `ray.init` fails as it does
+under load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wikiqa.cli import main
+
+pytestmark = pytest.mark.ray
+ray = pytest.importorskip("ray")
+
+TIMED_OUT = (
+    "The current node timed out during startup. This could happen because some of the raylet "
+    "failed to startup or the GCS has become overloaded."
+)
+
+
+@pytest.mark.parametrize(
+    ("error", "address", "said"),
+    [
+        (Exception(TIMED_OUT), None, "a local Ray did not start or answer"),
+        (TimeoutError("Timed out after 60 seconds while waiting for node to startup."), None,
+         "a local Ray did not start or answer"),
+        (ConnectionError("ray client connection timeout"), "ray://127.0.0.1:1",
+         "cannot reach Ray at ray://127.0.0.1:1"),
+    ],
+)  # fmt: skip
+def test_a_ray_that_does_not_start_exits_3_in_one_line(
+    error: Exception, address: str | None, said: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    def init(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    executor = "ray" if address is None else address
+    code = main(["eval", "--limit", "1", "--trials", "1", "--no-cache", "--executor", executor,
+                 "--out", str(tmp_path)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert said in err and str(error) in err
