@@ -9,6 +9,7 @@ gold answer, stage by stage, read from its journal), `tables` and `charts` (what
 """
 
 from wikiqa.experiment.charts import plot, plot_climb, plot_risk_coverage, rates
+from wikiqa.experiment.drift import drift_between, drift_line, with_drift
 from wikiqa.experiment.losses import losses_by_stage, losses_text
 from wikiqa.experiment.notebooks import (
     INSTALLS,
@@ -26,6 +27,7 @@ from wikiqa.experiment.notebooks import (
     requires,
 )
 from wikiqa.experiment.params import KINDS, ParameterError, StepParameters, parameters
+from wikiqa.experiment.runs import find_run, load_run
 from wikiqa.experiment.step import record_line, show, step, step_name_of
 from wikiqa.experiment.tables import abstention, climb_table, lines_table, table
 from wikiqa.experiment.views import (
@@ -33,21 +35,16 @@ from wikiqa.experiment.views import (
     compare_runs,
     confusion,
     delta_line,
-    drift_between,
-    drift_line,
     evidence_text,
     failures,
-    find_run,
     flips,
     latest_pair,
     lines,
-    load_run,
     model_figures,
     resolve_out,
     run_tasks,
     summary_of,
     unlike_runs,
-    with_drift,
 )
 from wikiqa.project import experiments_dir
 

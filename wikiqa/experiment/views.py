@@ -3,7 +3,6 @@ the answer/refuse confusion matrix, failures with the grader's evidence."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -11,115 +10,14 @@ import pandas as pd
 
 from wikiqa.evals import Task, load_tasks, resolve_suite, results_dir
 from wikiqa.evals.analysis import COLUMNS, render, summarize, task_verdicts, trial_verdicts
-from wikiqa.evals.analysis.compare import Comparison, DifferentSuites, Reads, compare, drifted_tasks
+from wikiqa.evals.analysis.compare import DifferentSuites, compare
 from wikiqa.evals.analysis.stats import count_text, wilson
 from wikiqa.evals.climb.changelog import ChangelogRow, delta_text, read, unlike
-from wikiqa.evals.running.runlog import SUFFIX as LOG_SUFFIX
-from wikiqa.evals.running.runlog import RunLogError, find_log
-from wikiqa.inputs import loads, read_parquet
+from wikiqa.experiment.drift import drift_cell
+from wikiqa.experiment.runs import load_run
+from wikiqa.inputs import loads
 from wikiqa.project import project_root
 from wikiqa.registry import model_levers
-from wikiqa.sources.cassette_drift import Drift, drift
-from wikiqa.sources.cassette_files import Cassette, CassetteError, cassette_of, read_cassette
-
-# What every reader of a run relies on (one row per graded dimension of a trial); a parquet
-# without them is some other table. Each reader checks the further columns it needs.
-RUN_COLUMNS = ("dimension", "verdict")
-
-
-def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataFrame:
-    """A run's long table: by parquet path, by run id, or (None) the latest run. Run ids are
-    looked up in the results folder, then in its scratch area (exploratory runs); the latest
-    run is the newest recorded one, or the newest exploratory one when none is recorded."""
-    return read_parquet(find_run(run, out), "run", RUN_COLUMNS)
-
-
-def find_run(run: str | Path | None = None, out: Path | None = None) -> Path:
-    """The parquet of a run (see `load_run`), or FileNotFoundError naming where it looked."""
-    base = out or results_dir()
-    folders = [base / "runs", base / "scratch" / "runs"]
-    if run is None:
-        for folder in folders:
-            paths = sorted(folder.glob("*.parquet"))
-            if paths:
-                return paths[-1]
-        raise FileNotFoundError(f"no runs under {folders[0]} or {folders[1]}; run a step first")
-    path = Path(run)
-    if path.suffix:
-        if not path.is_absolute() and not path.exists():
-            path = base / path  # a change-log path, relative to the results folder
-        if not path.exists():
-            raise FileNotFoundError(f"no such run: {path}")
-        return path
-    for folder in folders:
-        if (folder / f"{run}.parquet").exists():
-            return folder / f"{run}.parquet"
-    raise FileNotFoundError(f"no run {run!r} under {folders[0]} or {folders[1]}")
-
-
-def drift_between(
-    a: str | Path, b: str | Path, out: Path | None = None
-) -> tuple[Drift | None, str | None]:
-    """The drift between two runs' cassettes (beside their parquets), or (None, why not)."""
-    cassettes = []
-    for run in (a, b):
-        try:
-            path = cassette_of(find_run(run, out))
-        except FileNotFoundError as err:
-            return None, str(err)
-        if not path.exists():
-            return None, f"run {run} has no cassette (recorded before cassettes)"
-        try:
-            cassettes.append(_cassette(path, path.stat().st_mtime_ns))
-        except CassetteError as err:
-            return None, str(err)
-    return drift(*cassettes), None
-
-
-def with_drift(
-    result: Comparison,
-    a: str | Path,
-    b: str | Path,
-    frames: tuple[pd.DataFrame, pd.DataFrame],
-    out: Path | None = None,
-) -> Comparison:
-    """`result` with the drift between the two runs' cassettes and, when there is some, the
-    tasks that read the drifted text (from the runs' logs) with their verdicts in each run."""
-    found, why = drift_between(a, b, out)
-    update: dict[str, Any] = {"drift": found, "drift_unknown": why}
-    if found is not None and (found.articles or found.searches):
-        try:
-            reads = task_reads(a, out), task_reads(b, out)
-        except RunLogError as err:
-            update["drift_tasks_unknown"] = str(err)
-        else:
-            update["drift_tasks"] = drifted_tasks(found, reads, *frames)
-    return result.model_copy(update=update)
-
-
-def task_reads(run: str | Path, out: Path | None = None) -> dict[str, Reads]:
-    """What each task of a run read, from the traces its run log holds: the titles of the
-    articles it fetched and the queries it searched, over all its trials. RunLogError when the
-    log is missing or refused."""
-    parquet = find_run(run, out)
-    path = parquet.with_name(parquet.name.removesuffix(".parquet") + LOG_SUFFIX)
-    if not (path.exists() or path.is_symlink()):  # a symlink is found, and refused when read
-        raise RunLogError(f"no log of run {parquet.stem!r} beside {parquet}")
-    log = find_log(path, parquet.parent.parent)
-    titles: dict[str, set[str]] = {}
-    queries: dict[str, set[str]] = {}
-    for (task, _), record in log.trials.items():
-        titles.setdefault(task, set()).update(r.title for r in record.result.retrieved)
-        queries.setdefault(task, set()).update(
-            str(e.detail["query"]) for e in record.result.trace
-            if e.kind == "search" and "query" in e.detail
-        )  # fmt: skip
-    return {t: Reads(frozenset(titles[t]), frozenset(queries[t])) for t in titles}
-
-
-@lru_cache(maxsize=32)
-def _cassette(path: Path, mtime_ns: int) -> Cassette:
-    return read_cassette(path)  # the climb reads each run's cassette once per change
 
 
 def climb(out: Path | None = None) -> pd.DataFrame:
@@ -155,7 +53,7 @@ def climb(out: Path | None = None) -> pd.DataFrame:
         record["vs"] = r.delta.vs_experiment if r.delta else (r.delta_note or "-")
         base = by_id.get(r.delta.vs) if r.delta else None
         record["unlike"] = "; ".join(unlike(base, r)) if base is not None else ""
-        record["drift"] = _drift_cell(r, out) if r.delta else None
+        record["drift"] = drift_cell(r, out) if r.delta else None
         records.append(record)
     return pd.DataFrame.from_records(records)
 
@@ -167,21 +65,6 @@ def _rate_columns(name: str, passes: int, applicable: int) -> dict[str, float | 
         f"{name}_low": bounds[0] if bounds else None,
         f"{name}_high": bounds[1] if bounds else None,
     }
-
-
-def _drift_cell(row: ChangelogRow, out: Path | None) -> str | None:
-    """Beside a row's Δ: how much of the text and searches changed since the run it is
-    compared with (`revs` articles at other revisions, `hits` searches with other hits)."""
-    if row.delta is None:
-        return None
-    found, _ = drift_between(row.delta.vs, row.run_id, out)
-    if found is None:
-        return None
-    mark = " CONFOUNDED" if found.confounded else ""
-    return (
-        f"{found.drifted_articles}/{found.shared_articles} revs, "
-        f"{found.drifted_searches}/{found.shared_searches} hits{mark}"
-    )
 
 
 def latest_pair(out: Path | None = None) -> tuple[str | None, str | None]:
@@ -241,12 +124,6 @@ def compare_runs(a: str, b: str, out: Path | None = None) -> pd.DataFrame:
         for dimension, r in result.rows.items()
     }
     return pd.DataFrame.from_dict(rows, orient="index")
-
-
-def drift_line(a: str, b: str, out: Path | None = None) -> str:
-    """The drift between two runs, as `wikiqa compare` prints it beside the Δ."""
-    found, why = drift_between(a, b, out)
-    return found.line() if found is not None else f"drift: unknown ({why})"
 
 
 def flips(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
