@@ -145,6 +145,7 @@ def merged(name: str, parts: list[Imported]) -> Imported:
         out.tasks += part.tasks
         out.considered += part.considered
         out.skipped.update(part.skipped)
+        out.rules.update(part.rules)
     return out
 
 
