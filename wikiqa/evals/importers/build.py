@@ -122,7 +122,8 @@ def split_holdout(
 ) -> tuple[list[Task], list[Task]]:
     """(kept, held out): `fraction` of each category x dataset stratum, seeded, both in a
     seeded order (so `--limit` on either still samples every category). A question `prior`
-    held out is held out again, one it saw in development is kept; the rest fill the fraction."""
+    held out is held out again, one it saw in development is kept; the rest fill the fraction.
+    Tasks asking the same question (attacks planted into one question) stay on one side."""
     groups: dict[tuple[str, str], list[Task]] = {}
     for task in sorted(tasks, key=lambda t: t.id):
         groups.setdefault((task.category, dataset_of(task)), []).append(task)
@@ -135,6 +136,9 @@ def split_holdout(
             *forced,
             *(t.id for t in shuffled(free, seed, f"holdout:{key}")[: max(0, n - len(forced))]),
         }
+    # one question, one side: attacks planted into the same question go where it goes
+    asked = {question_key(t) for t in tasks if t.id in held}
+    held = {t.id for t in tasks if question_key(t) in asked}
     ordered = take(tasks, None, seed)
     return [t for t in ordered if t.id not in held], [t for t in ordered if t.id in held]
 
