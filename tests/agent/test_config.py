@@ -77,6 +77,8 @@ def test_every_lever_changes_the_parameters_hash_and_blocks_a_resume() -> None:
             other = now + 1 if name != "abstain_below" else 0.5
         if name == "mode":
             other = "reading"
+        if name == "ranker":
+            other = "hybrid"
         changed = RunConfig(agent=base.agent.model_copy(update={name: other}))
         hashes.add(parameters_hash(changed))
         assert [f for f, _, _ in differences(base, changed)] == [name]

@@ -57,7 +57,7 @@ def test_the_command_line_lists_every_benchmark() -> None:
     run = subprocess.run(
         [sys.executable, "-m", "wikiqa.bench", "--help"], check=True, capture_output=True, text=True
     )
-    assert "{sources,ask,eval,public,injection,load,local,cassette,scale}" in run.stdout
+    assert "{sources,ask,eval,public,injection,load,local,cassette,scale,retrieval}" in run.stdout
 
 
 @pytest.mark.slow

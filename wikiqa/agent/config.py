@@ -53,6 +53,14 @@ class AgentConfig(BaseModel):
     retrieval: bool = Field(
         True, description="search Wikipedia; False: the closed-book baseline (tools off)"
     )
+    ranker: Literal["bm25", "dense", "hybrid"] = Field(
+        "bm25",
+        description="how search ranks the snapshot: bm25 | dense (E5 embeddings, the `dense` "
+        "extra) | hybrid (both, reciprocal-rank fused)",
+    )
+    link_titles: bool = Field(
+        False, description="search also ranks the snapshot titles the query names, fused in"
+    )
     budget: int = Field(
         DEFAULT_BUDGET,
         ge=1,

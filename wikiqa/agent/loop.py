@@ -86,6 +86,7 @@ from wikiqa.models import (
     evidence,
 )
 from wikiqa.sources import SourceUnavailable, WikiSource
+from wikiqa.sources.ranked import RankedSource
 
 CLOSING = 2  # the last calls of the budget, kept for a submission and its one repair
 # Stop reasons by which a model (Claude's `refusal`, an OpenAI-compatible content filter)
@@ -106,8 +107,11 @@ class Agent:
         on_event: Callable[[TraceEvent], None] | None = None,
     ) -> None:
         self.model = model
-        self.source = source
         self.config = config if config is not None else AgentConfig()
+        ranked = self.config.ranker != "bm25" or self.config.link_titles
+        self.source = (
+            RankedSource(source, self.config.ranker, self.config.link_titles) if ranked else source
+        )
         self.tools = tools_for(self.config.cite_sentences)
         self.on_event = on_event
 

@@ -19,6 +19,8 @@ from wikiqa.bench.local import bench_local
 from wikiqa.bench.local import report as local_report
 from wikiqa.bench.public import bench_public
 from wikiqa.bench.report import line, report_ask, report_eval, report_sources
+from wikiqa.bench.retrieval import bench_retrieval
+from wikiqa.bench.retrieval import report as retrieval_report
 from wikiqa.bench.scale import bench_scale
 from wikiqa.bench.sources import bench_sources
 from wikiqa.evals.drills.injection import bench_injection
@@ -41,7 +43,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "local",
             "cassette",
             "scale",
+            "retrieval",
         ],
+    )
+    parser.add_argument(
+        "--suite-name", default="public2", help="retrieval: the suite (default public2)"
+    )
+    parser.add_argument(
+        "--holdout", action="store_true", help="retrieval: the suite's held-out split"
     )
     parser.add_argument("--clients", type=int, default=32, help="load: concurrent clients")
     parser.add_argument("--seconds", type=float, default=30.0, help="load: how long to drive it")
@@ -128,6 +137,9 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             args.model, args.questions, from_flags(args, read_first=3), args.options
         )
         report = local_report(figures)
+    elif args.suite == "retrieval":
+        figures = bench_retrieval(args.suite_name, args.holdout)
+        report = retrieval_report(figures)
     elif args.suite == "scale":
         figures = bench_scale()
         report = (

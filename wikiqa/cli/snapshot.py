@@ -1,4 +1,5 @@
-"""`wikiqa snapshot info` and `wikiqa snapshot record`: inspect and freeze offline snapshots.
+"""`wikiqa snapshot info` and `wikiqa snapshot record`: inspect and freeze offline snapshots
+(`info --dense` also builds the dense retrieval index, once).
 
 Recording is how a suite's articles get pinned, so evals run offline and reproducibly.
 """
@@ -17,10 +18,17 @@ from wikiqa.terminal import echo
 
 def cmd_snapshot_info(args: argparse.Namespace) -> int:
     from wikiqa.sources import SnapshotSource
+    from wikiqa.sources.dense import DenseError
 
     try:
-        info = SnapshotSource(args.path).info()
-    except SnapshotError as err:
+        source = SnapshotSource(args.path)
+        info = source.info()
+        if args.dense:
+            from wikiqa.sources.ranked import dense_index
+
+            index = dense_index(source)
+            echo(f"dense index: {index.path} ({len(index.titles)} leads)", file=sys.stderr)
+    except (SnapshotError, DenseError) as err:
         raise CliError(str(err)) from err
     if args.json:
         echo(info.model_dump_json(indent=2))
@@ -79,6 +87,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     info = snap_sub.add_parser("info", help="provenance, article count and content hash")
     info.add_argument("path", nargs="?", type=Path, help="snapshot file (default: the pinned one)")
     info.add_argument("--json", action="store_true", help="print JSON")
+    info.add_argument(
+        "--dense",
+        action="store_true",
+        help="also open its dense index, building it first if needed (the dense extra)",
+    )
     info.set_defaults(func=cmd_snapshot_info)
     record = snap_sub.add_parser("record", help="freeze the articles a suite needs")
     record.add_argument("--titles", type=Path, required=True, help="file with one title a line")

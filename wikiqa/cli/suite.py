@@ -21,12 +21,14 @@ DATASETS = ("nq-open", "hotpotqa", "selfaware", "truthfulqa", "bipia")
 DEFAULT_SEED = 13
 
 
-def _leads(snapshot: Path | None, k: int) -> Any:
+def _leads(snapshot: Path | None, min_shared: int | None) -> Any:
     from wikiqa.evals.importers import Leads
     from wikiqa.sources import SnapshotSource
 
     try:
-        return Leads(SnapshotSource(snapshot), k=k)
+        return Leads(
+            SnapshotSource(snapshot), **({} if min_shared is None else {"min_shared": min_shared})
+        )
     except SnapshotError as err:
         raise CliError(str(err)) from err
 
@@ -49,7 +51,7 @@ def cmd_suite_import(args: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
     targets = _targets(args.targets) if args.targets is not None else []
-    leads = _leads(args.snapshot, args.k)
+    leads = _leads(args.snapshot, args.min_shared)
     readers = {
         "nq-open": importers.import_nq_open,
         "hotpotqa": importers.import_hotpotqa,
@@ -75,28 +77,34 @@ def cmd_suite_import(args: argparse.Namespace) -> int:
 
 def cmd_suite_build(args: argparse.Namespace) -> int:
     from wikiqa.evals import importers, suites_dir
+    from wikiqa.evals.tasks.task import HOLDOUTS
 
     out_dir: Path = args.out_dir or suites_dir()
-    leads = _leads(args.snapshot, args.k)
+    names = importers.OUTPUTS
+    leads = _leads(args.snapshot, args.min_shared)
     try:
-        built = importers.build_public(args.benchmarks, leads, args.seed)
-        importers.write_suite(built.public, out_dir / "public.jsonl")
-        importers.write_suite(built.holdout, out_dir / "public_holdout.jsonl")
-        importers.write_suite(built.fresh, out_dir / "fresh_holdout.jsonl")
+        prior = importers.Prior.of(out_dir, list(HOLDOUTS.values()), skip=list(names.values()))
+        built = importers.build_public(args.benchmarks, leads, args.seed, prior)
+        written = [
+            (names["public"], built.public),
+            (names["holdout"], built.holdout),
+            (names["fresh"], built.fresh),
+        ]
+        for name, tasks in written:
+            importers.write_suite(tasks, out_dir / f"{name}.jsonl")
     except importers.InputError as err:
         raise CliError(str(err)) from err
     for imported in built.imports:
         echo(imported.summary())
-    written = [
-        ("public.jsonl", built.public),
-        ("public_holdout.jsonl", built.holdout),
-        ("fresh_holdout.jsonl", built.fresh),
-    ]
     for name, tasks in written:
         counts = ", ".join(
             f"{c} {n}" for c, n in importers.Imported("", list(tasks)).counts().items()
         )
-        echo(f"{out_dir / name}: {len(tasks)} tasks ({counts})")
+        rules = importers.admitted_by_rule(built.imports, tasks)
+        echo(
+            f"{out_dir / name}.jsonl: {len(tasks)} tasks ({counts}); answerable tasks admitted "
+            f"by rule: {', '.join(f'{r} {n}' for r, n in rules.items())}"
+        )
     echo(f"snapshot sha256 {leads.snapshot.sha256[:16]}, seed {args.seed}")
     return 0
 
@@ -138,7 +146,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--snapshot", type=Path, default=None, help="snapshot file (default: the pinned one)"
     )
     p.add_argument(
-        "--k", type=positive_int, default=5, help="BM25 hits an answer may sit in (default 5)"
+        "--min-shared",
+        type=positive_int,
+        default=None,
+        help="content words a stating sentence of an article the question does not name must "
+        "share with it (default 2)",
     )
 
 
@@ -157,7 +169,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     _add_common(imp)
     imp.set_defaults(func=cmd_suite_import)
-    build = suite_sub.add_parser("build", help="rebuild public.jsonl and its held-out splits")
+    build = suite_sub.add_parser(
+        "build", help="rebuild the public suite (public2.jsonl) and its held-out splits"
+    )
     build.add_argument("benchmarks", type=Path, help="the public sets' folder (SOURCES.md)")
     build.add_argument(
         "--out-dir", type=Path, default=None, help="where to write (default: experiments/suite)"

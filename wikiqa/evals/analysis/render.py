@@ -101,4 +101,6 @@ def render_figures(summary: Summary) -> str:
             f"confidence: AUROC {auroc} for correctness · ECE {ece} "
             f"({c2.points} answered trials with decided correctness)"
         )
+    if summary.retrieval is not None:
+        lines.append(summary.retrieval.text())
     return "\n".join(lines)

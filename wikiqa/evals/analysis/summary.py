@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from wikiqa.evals.analysis.confidence import ConfidenceReport
 from wikiqa.evals.analysis.confidence import report as confidence_report
 from wikiqa.evals.analysis.reduce import COLUMNS, pass_at, records_of, task_records, trial_records
+from wikiqa.evals.analysis.retrieval import RetrievalFigures, retrieval_figures
 from wikiqa.evals.analysis.simpleqa import Outcomes, outcomes, reason_of
 from wikiqa.evals.analysis.stats import clustered, wilson
 from wikiqa.evals.tasks.task import CATEGORIES
@@ -76,6 +77,7 @@ class Summary(BaseModel):
     simpleqa: Outcomes | None = None
     pass_at_1_interval: tuple[float, float] | None = None
     confidence: ConfidenceReport | None = None
+    retrieval: RetrievalFigures | None = None
 
 
 def _pass_at_1_interval(task_means: list[float], trials: int) -> tuple[float, float] | None:
@@ -191,7 +193,19 @@ def summarize(rows: pd.DataFrame) -> Summary:
         )
         if any("correctness" in t for t in tasks)
         else None,
+        retrieval=_retrieval(rows),
     )
+
+
+def _retrieval(rows: pd.DataFrame) -> RetrievalFigures | None:
+    """The retrieval figures, from each answerable trial's correctness row (a results table
+    written before the retrieval columns existed has none)."""
+    if "gold_read" not in rows.columns or rows.empty:
+        return None
+    picked = rows[rows["dimension"] == "correctness"].rename(columns={"verdict": "correctness"})
+    wanted = ["expected_rank", "expected_found", "gold_read", "outcome", "correctness"]
+    records = picked.reindex(columns=[*wanted, "infra_error"]).to_dict("records")
+    return retrieval_figures([{str(k): v for k, v in r.items()} for r in records])
 
 
 def _undecided_reasons(rows: pd.DataFrame, tasks: list[dict[str, Any]]) -> Counter[str]:

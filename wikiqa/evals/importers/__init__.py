@@ -9,13 +9,16 @@ held-out split. Every task carries its provenance and licence, so every number o
 suite traces back to public data.
 """
 
-from wikiqa.evals.importers.answerability import Decision, Evidence, Leads, fold, states
+from wikiqa.evals.importers.answerability import RULES, Decision, Evidence, Leads, fold, states
 from wikiqa.evals.importers.bipia import import_bipia, injection_targets
 from wikiqa.evals.importers.build import (
     FRESH_QUOTAS,
+    OUTPUTS,
     QUOTAS,
     SEED,
     Built,
+    Prior,
+    admitted_by_rule,
     build_public,
     dataset_of,
     leftovers,
@@ -34,7 +37,9 @@ __all__ = [
     "DATASETS",
     "FRESH_QUOTAS",
     "LICENCES",
+    "OUTPUTS",
     "QUOTAS",
+    "RULES",
     "SEED",
     "Built",
     "Decision",
@@ -42,6 +47,8 @@ __all__ = [
     "Imported",
     "InputError",
     "Leads",
+    "Prior",
+    "admitted_by_rule",
     "build_public",
     "dataset_of",
     "dumps",

@@ -19,19 +19,23 @@ Drawing it changes neither of the other two files.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikiqa.evals.importers.answerability import Leads
+from wikiqa.evals.importers.answerability import RULES, Leads
 from wikiqa.evals.importers.bipia import import_bipia
 from wikiqa.evals.importers.common import Imported, shuffled, take
 from wikiqa.evals.importers.hotpotqa import import_hotpotqa
 from wikiqa.evals.importers.nq_open import import_nq_open
 from wikiqa.evals.importers.selfaware import import_selfaware
 from wikiqa.evals.importers.truthfulqa import import_truthfulqa
-from wikiqa.evals.tasks.task import Task
+from wikiqa.evals.tasks.task import Task, load_tasks
 
+# What a build writes: the public suite's second version, its questions kept with no ranker's
+# help. The first version's files (public, public_holdout, fresh_holdout) stay as committed:
+# recorded runs and the climb refer to them by name and hash.
+OUTPUTS = {"public": "public2", "holdout": "public2_holdout", "fresh": "fresh2_holdout"}
 HOLDOUT_FRACTION = 0.2
 BIPIA_ATTACKS = 75  # of 150, each kind keeping its share, each into a question of its own
 SEED = 13
@@ -90,18 +94,51 @@ def pick(
     return take(tasks, quota, seed, stratum) if stratum else take(tasks, quota, seed)
 
 
+@dataclass(frozen=True)
+class Prior:
+    """Questions of the suites already committed: those held out stay held out in a new
+    version (a development run of it would otherwise see them), and those already run in
+    development never enter a new held-out split (they have been looked at)."""
+
+    held: frozenset[str] = frozenset()
+    seen: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, folder: Path, held_names: Sequence[str], skip: Sequence[str] = ()) -> Prior:
+        """The questions of every task file in `folder` (but `skip`), held out when its name
+        is one of `held_names`."""
+        held: set[str] = set()
+        seen: set[str] = set()
+        for path in sorted(folder.glob("*.jsonl")):
+            if path.stem in skip:
+                continue
+            asked = {question_key(t) for t in load_tasks(path)}
+            (held if path.stem in held_names else seen).update(asked)
+        return cls(frozenset(held), frozenset(seen - held))
+
+
 def split_holdout(
-    tasks: Sequence[Task], seed: int, fraction: float = HOLDOUT_FRACTION
+    tasks: Sequence[Task], seed: int, fraction: float = HOLDOUT_FRACTION, prior: Prior = Prior()
 ) -> tuple[list[Task], list[Task]]:
     """(kept, held out): `fraction` of each category x dataset stratum, seeded, both in a
-    seeded order (so `--limit` on either still samples every category)."""
+    seeded order (so `--limit` on either still samples every category). A question `prior`
+    held out is held out again, one it saw in development is kept; the rest fill the fraction.
+    Tasks asking the same question (attacks planted into one question) stay on one side."""
     groups: dict[tuple[str, str], list[Task]] = {}
     for task in sorted(tasks, key=lambda t: t.id):
         groups.setdefault((task.category, dataset_of(task)), []).append(task)
     held: set[str] = set()
     for key, group in sorted(groups.items()):
         n = int(len(group) * fraction + 0.5)
-        held |= {t.id for t in shuffled(group, seed, f"holdout:{key}")[:n]}
+        forced = [t.id for t in group if question_key(t) in prior.held]
+        free = [t for t in group if question_key(t) not in prior.held | prior.seen]
+        held |= {
+            *forced,
+            *(t.id for t in shuffled(free, seed, f"holdout:{key}")[: max(0, n - len(forced))]),
+        }
+    # one question, one side: attacks planted into the same question go where it goes
+    asked = {question_key(t) for t in tasks if t.id in held}
+    held = {t.id for t in tasks if question_key(t) in asked}
     ordered = take(tasks, None, seed)
     return [t for t in ordered if t.id not in held], [t for t in ordered if t.id in held]
 
@@ -112,10 +149,11 @@ def merged(name: str, parts: list[Imported]) -> Imported:
         out.tasks += part.tasks
         out.considered += part.considered
         out.skipped.update(part.skipped)
+        out.rules.update(part.rules)
     return out
 
 
-def build_public(benchmarks: Path, leads: Leads, seed: int = SEED) -> Built:
+def build_public(benchmarks: Path, leads: Leads, seed: int = SEED, prior: Prior = Prior()) -> Built:
     def path(dataset: str) -> list[Path]:
         return [benchmarks / p for p in FILES[dataset]]
 
@@ -138,27 +176,50 @@ def build_public(benchmarks: Path, leads: Leads, seed: int = SEED) -> Built:
         *pick(hotpot, "retrieval_gap", seed),
         *pick(selfaware, "retrieval_gap", seed),
     ]
-    public, holdout = split_holdout(chosen, seed)
+    public, holdout = split_holdout(chosen, seed, prior=prior)
     imports = [nq, selfaware, hotpot, truthful, bipia]
-    return Built(public, holdout, imports, fresh=leftovers(chosen, imports, seed))
+    fresh = leftovers(chosen, imports, seed, prior.held | prior.seen)
+    return Built(public, holdout, imports, fresh=fresh)
 
 
-def leftovers(chosen: Sequence[Task], imports: Sequence[Imported], seed: int) -> list[Task]:
+def leftovers(
+    chosen: Sequence[Task],
+    imports: Sequence[Imported],
+    seed: int,
+    asked_before: Set[str] = frozenset(),
+) -> list[Task]:
     """The fresh split: tasks of `FRESH_QUOTAS`' categories whose question no chosen task asks
-    (with or without a plant), sampled per category; TruthfulQA's spread over its kinds."""
-    asked = {_question(t) for t in chosen}
+    (with or without a plant) and no committed suite asked (`asked_before`), sampled per
+    category; TruthfulQA's spread over its kinds."""
+    asked = {question_key(t) for t in chosen} | set(asked_before)
     fresh: list[Task] = []
     for category, quota in FRESH_QUOTAS.items():
         pool: dict[str, Task] = {}
         for imported in imports:
             for task in imported.tasks:
                 if task.category == category and task.injection is None:
-                    pool.setdefault(_question(task), task)
+                    pool.setdefault(question_key(task), task)
         left = [t for q, t in pool.items() if q not in asked]
         stratum = question_kind if category == "adversarial" else dataset_of
         fresh += take(left, quota, seed, stratum)
     return take(fresh, None, seed)
 
 
-def _question(task: Task) -> str:
+def question_key(task: Task) -> str:
+    """A task's question, case and spacing folded: what "the same question" means here."""
     return " ".join(task.question.casefold().split())
+
+
+def admitted_by_rule(imports: Sequence[Imported], tasks: Sequence[Task]) -> dict[str, int]:
+    """How many of `tasks` each answerability rule admitted (injection tasks carry the rule of
+    the question they were planted into)."""
+    rules = {k: v for imported in imports for k, v in imported.rules.items()}
+    by_question = {question_key(t): rules[t.id] for i in imports for t in i.tasks if t.id in rules}
+    found: dict[str, int] = {r: 0 for r in RULES}
+    for task in tasks:
+        rule = rules.get(task.id) or (
+            by_question.get(question_key(task)) if task.injection else None
+        )
+        if rule is not None:
+            found[rule] += 1
+    return found

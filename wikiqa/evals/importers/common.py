@@ -62,6 +62,17 @@ class Imported:
     tasks: list[Task] = field(default_factory=list)
     considered: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    rules: dict[str, str] = field(default_factory=dict)  # task id -> the rule that admitted it
+
+    def add(self, task: Task, rule: str | None = None) -> None:
+        self.tasks.append(task)
+        if rule is not None:
+            self.rules[task.id] = rule
+
+    def admitted(self, tasks: Sequence[Task] | None = None) -> dict[str, int]:
+        """How many of `tasks` (default: all imported) each answerability rule admitted."""
+        found = Counter(self.rules[t.id] for t in (tasks or self.tasks) if t.id in self.rules)
+        return dict(sorted(found.items()))
 
     def counts(self) -> dict[str, int]:
         found = Counter(t.category for t in self.tasks)
@@ -70,8 +81,11 @@ class Imported:
     def summary(self) -> str:
         kept = ", ".join(f"{c} {n}" for c, n in self.counts().items()) or "none"
         skipped = ", ".join(f"{why} {n}" for why, n in sorted(self.skipped.items()))
-        return f"{self.dataset}: {self.considered} records read; kept {kept}" + (
-            f"; skipped {skipped}" if skipped else ""
+        rules = ", ".join(f"{rule} {n}" for rule, n in self.admitted().items())
+        return (
+            f"{self.dataset}: {self.considered} records read; kept {kept}"
+            + (f" (admitted by rule: {rules})" if rules else "")
+            + (f"; skipped {skipped}" if skipped else "")
         )
 
 

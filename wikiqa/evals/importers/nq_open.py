@@ -35,16 +35,13 @@ def import_nq_open(path: Path, leads: Leads) -> Imported:
         if not question or len(question) > 1000:
             out.skipped["question empty or too long"] += 1
             continue
-        task = open_task(
+        open_task(
             leads,
+            out,
             id=task_id("nq", split, f"{lineno:04d}"),
             question=question,
             aliases=aliases,
             origin=provenance(DATASET, split, lineno),
             note=f"NQ-open {split}, line {lineno}",
         )
-        if isinstance(task, str):
-            out.skipped[task] += 1
-        else:
-            out.tasks.append(task)
     return out

@@ -73,12 +73,8 @@ def import_selfaware(path: Path, leads: Leads) -> Imported:
             )
             continue
         aliases = strings(path, where, record, "answer") if record.get("answer") else []
-        task = open_task(
-            leads, id=tid, question=question, aliases=aliases, origin=origin,
+        open_task(
+            leads, out, id=tid, question=question, aliases=aliases, origin=origin,
             note=f"SelfAware answerable, from {record.get('source')}",
-        ) if aliases else "no usable alias"  # fmt: skip
-        if isinstance(task, str):
-            out.skipped[task] += 1
-        else:
-            out.tasks.append(task)
+        )  # fmt: skip
     return out

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from wikiqa.evals.analysis.retrieval import trial_retrieval
 from wikiqa.evals.running.records import RunMeta, TrialRecord
 from wikiqa.evals.tasks.task import Task
 from wikiqa.secrets import scrub_frame
@@ -61,6 +62,7 @@ def to_frame(
                 "estimated_cost_usd": result.usage.estimated_cost_usd,
                 "model_calls": result.usage.model_calls, "tool_calls": result.usage.tool_calls,
                 "latency_ms": result.latency_ms, "node": record.node,
+                **trial_retrieval(task, result),
             }  # fmt: skip
             for g in record.grades:
                 rows.append(

@@ -179,13 +179,19 @@ def _fingerprint(task: Task) -> str:
 
 
 # Named suites and their held-out splits; a held-out split loads only with holdout=True.
-HOLDOUTS = {"dev": "holdout", "public": "public_holdout", "fresh": "fresh_holdout"}
+HOLDOUTS = {
+    "dev": "holdout",
+    "public": "public_holdout",
+    "fresh": "fresh_holdout",
+    "public2": "public2_holdout",
+    "fresh2": "fresh2_holdout",
+}
 
 
 def resolve_suite(suite: str, holdout: bool = False) -> Path:
     """`dev`, `public`, another committed suite by name (`public_slice`), or a path; with holdout=True, the named suite's held-out split (`dev`'s
-    is `holdout.jsonl`, `public`'s `public_holdout.jsonl`; `fresh` is a held-out split only,
-    `fresh_holdout.jsonl`). No held-out split ever loads without holdout=True, by name or by
+    is `holdout.jsonl`, `public`'s `public_holdout.jsonl`, `public2`'s `public2_holdout.jsonl`;
+    `fresh` and `fresh2` are held-out splits only). No held-out split ever loads without holdout=True, by name or by
     path. Named suites are read from the project's `experiments/suite/` (`wikiqa.project`)."""
     folder = suites_dir()
     held = {folder / f"{name}.jsonl" for name in HOLDOUTS.values()}
