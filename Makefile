@@ -49,8 +49,8 @@ test: lint typecheck docs
 	$(BIN)/wikiqa check
 
 # The inner loop: the unit tier only (no test marked `slow`: no notebook, papermill, subprocess,
-# server, bench or fuzzer, nothing over 5 s): 2 m 29 s on the shared 2-core machine (load
-# average 8 to 11). pytest alone: no lint, no typecheck.
+# server, bench or fuzzer, nothing over 5 s): 39.5 s on a 2-core machine with nothing else
+# running (2 m 29 s shared, load average 8 to 11). pytest alone: no lint, no typecheck.
 test-fast: install
 	$(BIN)/pytest $(XDIST) -p no:nbval -m "not slow and not local and not ray"
 
