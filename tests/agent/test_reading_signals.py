@@ -339,6 +339,10 @@ def test_losses_by_stage_reads_the_reading_modes_short_answers_as_its_proposals(
         ("Who wrote Dracula?", ["Who wrote Dracula?"]),
         ("Who were Laurel and Hardy?", ["Who were Laurel and Hardy?"]),  # "and" inside a part
         ("Salt, and what?", ["Salt, and what?"]),  # a part with nothing asked is no part
+        (  # a list ending in the question: the first "part" asks nothing
+            "She painted in oil, watercolour, and which other medium?",
+            ["She painted in oil, watercolour, and which other medium?"],
+        ),
     ],
 )
 def test_a_question_asking_two_things_is_read_as_two_parts(

@@ -117,11 +117,16 @@ _SECOND_PART = re.compile(
 )
 
 
+_ASKS = re.compile(r"\b(?:what|which|who|whom|whose|where|when|how|why)\b", re.IGNORECASE)
+
+
 def parts(question: str) -> list[str]:
     """A question that asks two things ("Who composed Messiah, and what kind of composer was
     he?") as its two parts, each a question; any other question as itself."""
     found = _SECOND_PART.split(question.strip(), maxsplit=1)
-    if len(found) != 2 or not all(content_words(p) for p in found):
+    # each part must ask something: "worked with MDF, card, and which material ...?" is one
+    # question ending a list, not two
+    if len(found) != 2 or not all(content_words(p) and _ASKS.search(p) for p in found):
         return [question]
     first, second = (p.strip().rstrip("?").strip() for p in found)
     return [f"{first}?", f"{second[0].upper()}{second[1:]}?"]
