@@ -218,6 +218,14 @@ def test_the_cli_fits_on_named_signals_and_checks_weights_on_a_run(tmp_path: Pat
     )  # fmt: skip
     assert fitted.returncode == 0, fitted.stderr
     assert "answer_logprob" in fitted.stdout and "20 decided answers" in fitted.stdout
+    pooled = subprocess.run(
+        [*cli, "fit", "dev", "held", "--out", str(tmp_path)], capture_output=True, text=True
+    )  # several runs' answers are fitted on together
+    assert pooled.returncode == 0 and "24 decided answers" in pooled.stdout, pooled.stderr
+    missing = subprocess.run(
+        [*cli, "fit", "dev", "nosuch", "--out", str(tmp_path)], capture_output=True, text=True
+    )
+    assert missing.returncode != 0 and "nosuch: no such run" in missing.stderr
     checked = subprocess.run(
         [*cli, "check", "--run", "held", "--out", str(tmp_path), "--weights", str(saved)],
         capture_output=True, text=True,

@@ -1,10 +1,11 @@
 """`wikiqa confidence fit RUN` and `wikiqa confidence check LABELS...`.
 
-`fit` fits the confidence model on a recorded run's decided answers: it prints the weights, the
-fit's AUROC and the review threshold (with `--cv K`, first the task-grouped K-fold AUROC of each
-L2 strength, fitting with the best), and with `--write` replaces the shipped weights
-(`wikiqa/data/confidence.json`) every agent scores confidence with. `check` measures the shipped
-weights against human correctness labels the fit never saw.
+`fit` fits the confidence model on recorded runs' decided answers (one run, or several pooled):
+it prints the weights, the fit's AUROC and the review threshold (with `--cv K`, first the
+task-grouped K-fold AUROC of each L2 strength, fitting with the best), and with `--write`
+replaces the shipped weights (`wikiqa/data/confidence.json`) every agent scores confidence with.
+`check` measures the shipped weights (or `--weights`) against human correctness labels, or a
+run's graded answers, the fit never saw.
 """
 
 from __future__ import annotations
@@ -30,14 +31,19 @@ if TYPE_CHECKING:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from wikiqa.evals.labels.confidence_fit import FitError, cross_validate, fit
     from wikiqa.experiment import load_run
     from wikiqa.models.evidence import WEIGHTS_FILE
 
-    try:
-        frame = load_run(args.run, args.out)
-    except (FileNotFoundError, OSError) as err:
-        raise CliError(f"{args.run}: no such run ({err})", EXIT_NOT_FOUND) from err
+    frames = []
+    for run in args.runs:
+        try:
+            frames.append(load_run(run, args.out))
+        except (FileNotFoundError, OSError) as err:
+            raise CliError(f"{run}: no such run ({err})", EXIT_NOT_FOUND) from err
+    frame = pd.concat(frames, ignore_index=True)  # a task's trials, in any run, are one group
     if not 0.0 < args.risk < 1.0:
         raise CliError(f"--risk must be in (0, 1), got {args.risk}", EXIT_USAGE)
     if args.l2 < 0:
@@ -52,7 +58,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             echo(f"chosen l2 {l2:g}: out-of-fold AUROC {_auroc_text(found[l2])} (by task)")
         weights = fit(frame, risk=args.risk, l2=l2, features=args.features)
     except FitError as err:
-        raise CliError(f"{args.run}: {err}", EXIT_USAGE) from err
+        raise CliError(f"{' '.join(args.runs)}: {err}", EXIT_USAGE) from err
     for name, w in zip(weights.features, weights.weights, strict=True):
         echo(f"{name:<12} {w:+.4f}")
     echo(f"{'bias':<12} {weights.bias:+.4f}")
@@ -104,7 +110,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 frame = load_run(args.run, args.out)
             except (FileNotFoundError, OSError) as err:
                 raise CliError(f"{args.run}: no such run ({err})", EXIT_NOT_FOUND) from err
-            result = on_run(frame, fitted or evidence_weights())
+            result = on_run(frame, fitted)
             against, what = f"the graders' decided correctness in {args.run}", "decided"
         else:
             tasks, examples = labelled(args.labels, label_suites(args))
@@ -157,12 +163,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = p.add_subparsers(dest="confidence_command", required=True, metavar="COMMAND")
     f = group.add_parser(
         "fit",
-        help="fit confidence weights on a run's decided answers",
+        help="fit confidence weights on one or more runs' decided answers",
         description="Logistic regression of the graders' decided correctness on the evidence "
         "signals each answer recorded; the review threshold is the lowest confidence whose kept "
         "answers are wrong at most --risk of the time.",
     )
-    f.add_argument("run", help="run id (under results/runs/) or parquet path")
+    f.add_argument("runs", nargs="+", metavar="RUN", help="run ids (under results/runs/) or "
+                   "parquet paths: their decided answers are fitted on together")  # fmt: skip
     f.add_argument("--risk", type=float, default=0.25, help="error allowed above the review "
                    "threshold (default 0.25)")  # fmt: skip
     f.add_argument("--l2", type=float, default=1.0, help="L2 strength (default 1)")

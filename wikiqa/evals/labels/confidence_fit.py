@@ -156,16 +156,16 @@ def fit(
     frame: pd.DataFrame, risk: float = 0.25, l2: float = 1.0, features: tuple[str, ...] = FEATURES
 ) -> Weights:
     """Weights for `evidence.score` over `features` (the evidence signals by default; the
-    model's own, `answer_logprob` and `p_unknown`, where the run kept them), fitted on one run;
-    `risk` sets the review threshold."""
+    model's own, `answer_logprob` and `p_unknown`, where the run kept them), fitted on one run's
+    rows or several runs' together; `risk` sets the review threshold."""
     signals, labels = points(frame)
     if len(set(labels)) < 2:
         raise FitError(f"need correct and incorrect answers to fit; got {len(labels)} points")
     x = _design(signals, features)
     beta = _newton(x, np.array(labels, dtype=float), l2)
     scores = list(1.0 / (1.0 + np.exp(-x @ beta)))
-    run = str(frame["run_id"].iloc[0]) if "run_id" in frame.columns else "?"
-    suite = str(frame["suite"].iloc[0]) if "suite" in frame.columns else "?"
+    run = ", ".join(map(str, frame["run_id"].unique())) if "run_id" in frame.columns else "?"
+    suite = ", ".join(map(str, frame["suite"].unique())) if "suite" in frame.columns else "?"
     return Weights(
         features=list(features),
         weights=[round(float(b), 4) for b in beta[1:]],
@@ -177,13 +177,15 @@ def fit(
     )
 
 
-def on_run(frame: pd.DataFrame, fitted: Weights) -> ConfidenceReport:
-    """`fitted` weights scored on another run's decided answers (its graders' correctness):
-    how weights fitted on one suite rank the answers of a suite they never saw."""
+def on_run(frame: pd.DataFrame, fitted: Weights | None = None) -> ConfidenceReport:
+    """`fitted` weights (by default the shipped ones) scored on another run's decided answers
+    (its graders' correctness): how weights fitted on one suite rank the answers of a suite
+    they never saw."""
     signals, labels, tasks = _points(frame)
-    _design(signals, tuple(fitted.features))  # every answer carries what the weights read
     if not signals:
         raise FitError("the run has no answered trial with decided correctness")
+    if fitted is not None:
+        _design(signals, tuple(fitted.features))  # every answer carries what the weights read
     scores = [evidence.score(s, fitted) for s in signals]
     return report(scores, labels, tasks)  # a task's trials resampled together
 
