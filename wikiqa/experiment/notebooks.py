@@ -150,6 +150,10 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
         if isinstance(err, KeyboardInterrupt) or getattr(err, "ename", "") == NOTHING_NEW:
             partial.unlink(missing_ok=True)
             if isinstance(err, KeyboardInterrupt):
+                # nbclient's polling tasks are abandoned with the kernel it shut down; when they
+                # are collected asyncio would log "Task exception was never retrieved" and a
+                # DeadKernelError traceback under the interrupted message. The process is ending.
+                logging.getLogger("asyncio").setLevel(logging.CRITICAL)
                 raise
         if partial.exists():
             _scrub_file(partial)
