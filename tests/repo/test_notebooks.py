@@ -79,6 +79,8 @@ def test_source_notebooks_have_no_outputs_and_one_parameters_cell(path: Path) ->
             assert "#" in line, line
     if path.parent == EXPERIMENTS:
         assert cells[0]["cell_type"] == "markdown" and "Hypothesis" in source[0]
+        # its title is numbered as its file (a renumbered step once kept its old title)
+        assert source[0].startswith(f"# {path.name[:2]} · "), source[0].splitlines()[0]
         # a step holds only what it changes: its CHANGE and KIND, and its own levers
         for name in ["CHANGE", "KIND"]:
             assert f"\n{name} = " in "\n" + tagged[0], name
