@@ -8,6 +8,7 @@ finished trial records back as they complete; it alone writes the journal and th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
@@ -36,10 +37,32 @@ class LocalExecutor:
             stop_all()  # a local-model server this run started
 
 
+# What a Ray of our own (`--executor ray`, no RAY_ADDRESS) runs with, set before Ray is imported
+# (Ray reads these once, at import; a value the user exported wins): a single-node Ray whose
+# node address is loopback, so its GCS, raylet, workers and agents listen on 127.0.0.1 only (on
+# Linux Ray otherwise names the node by its outward address and listens on every interface);
+# token authentication; no usage statistics sent.
+OWN_RAY_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_AUTH_MODE": "token",
+    "RAY_USAGE_STATS_ENABLED": "0",
+}
+
+
 def open_executor(spec: str) -> Executor:
     """The executor a spec names (RunConfig checks the spelling)."""
     if spec == "local":
         return LocalExecutor()
+    if spec == "ray:auto":
+        raise ExecutorError(
+            "--executor ray:auto follows /tmp/ray/ray_current_cluster, which any user's "
+            "`ray start` on this machine rewrites: name the cluster (ray:<host>:<port> or "
+            "ray://<host>:<port>)"
+        )
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if spec == "ray" and not os.environ.get("RAY_ADDRESS"):
+        for name, value in OWN_RAY_ENV.items():
+            os.environ.setdefault(name, value)
     try:
         import ray  # noqa: F401
     except ImportError:

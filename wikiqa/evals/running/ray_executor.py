@@ -329,18 +329,22 @@ def _connect(address: str | None) -> None:
         ray.shutdown()
     kwargs: dict[str, Any] = {}
     if address is None and not os.environ.get("RAY_ADDRESS"):
-        # a Ray of our own on this machine ("local": never a stale `ray start` it remembers;
-        # `ray:auto` joins the one running here), loopback only, no dashboard, a small store
+        # a Ray of our own on this machine ("local": never a stale `ray start` it remembers),
+        # on loopback (executors.OWN_RAY_ENV), no dashboard, a small object store; ray.shutdown
+        # (at exit) stops exactly the processes it started
         address = "local"
-        kwargs = {
-            "include_dashboard": False,
-            "object_store_memory": 256 * 2**20,
-            "_node_ip_address": "127.0.0.1",
-        }
+        kwargs = {"include_dashboard": False, "object_store_memory": 256 * 2**20}
     if not (address or "").startswith("ray://"):
         kwargs["log_to_driver"] = False
     try:
         ray.init(address=address, **kwargs)
     except (ConnectionError, RuntimeError, ValueError) as err:
         raise ExecutorError(f"cannot reach Ray at {address}: {err}") from err
+    if address == "local" and (ip := ray.util.get_node_ip_address()) != "127.0.0.1":
+        ray.shutdown()  # it would listen beyond loopback: Ray was imported before our settings
+        raise ExecutorError(
+            f"a local Ray would listen on {ip}, not only on loopback: Ray was imported before "
+            "wikiqa set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 (export it, or start the run in a "
+            "fresh process)"
+        )
     _connected.append(given)

@@ -1,0 +1,84 @@
+"""A Ray of the executor's own (`--executor ray`, no RAY_ADDRESS) listens on loopback only: every
+listening socket of the run's process tree (the driver, the GCS, the raylet, its agents and
+workers), read with psutil while trials are running, is on 127.0.0.1. And `ray:auto`, which
+follows a file any user's `ray start` rewrites, is refused."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from wikiqa.cli import main
+
+pytestmark = pytest.mark.ray
+pytest.importorskip("ray")
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _listeners(root: psutil.Process) -> dict[tuple[str, int], str]:
+    """(address, port) -> process name, for every listening TCP socket in root's process tree."""
+    found: dict[tuple[str, int], str] = {}
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            sockets = process.net_connections(kind="tcp")
+            name = process.name()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        for s in sockets:
+            if s.status == psutil.CONN_LISTEN:
+                found[(s.laddr.ip, s.laddr.port)] = name
+    return found
+
+
+def _loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip.split("%")[0])
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+def test_a_ray_of_our_own_listens_on_loopback_only(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    args = [sys.executable, "-m", "wikiqa.cli", "eval", "--executor", "ray", "--limit", "8",
+            "--trials", "1", "--model", "extractive:delay=2", "--no-cache", "--concurrency", "2",
+            "--out", str(tmp_path)]  # fmt: skip
+    child = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    seen: dict[tuple[str, int], str] = {}
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and child.poll() is None:
+            journals = list((tmp_path / "runs").glob("*.log.jsonl"))
+            if journals and len(journals[0].read_text().splitlines()) >= 2:
+                seen = _listeners(psutil.Process(child.pid))  # trials are running: Ray is up
+                break
+            time.sleep(0.5)
+        _, err = child.communicate(timeout=600)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    assert child.returncode == 0, err[-3000:]
+    names = set(seen.values())
+    assert {"gcs_server", "raylet"} <= names, seen  # the cluster was up when we looked
+    beyond = {where: name for where, name in seen.items() if not _loopback(where[0])}
+    assert not beyond, f"listening beyond loopback: {beyond}"
+
+
+def test_ray_auto_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["eval", "--limit", "1", "--trials", "1", "--executor", "ray:auto",
+                 "--out", str(tmp_path)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 3 and len(err.strip().splitlines()) == 1
+    assert "ray:auto" in err and "ray://<host>:<port>" in err
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
