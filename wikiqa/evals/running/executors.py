@@ -14,17 +14,21 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from wikiqa.evals.running.execution import Executor, ExecutorError, Todo, TrialRunner
 from wikiqa.evals.running.records import TrialRecord
-from wikiqa.evals.running.served import stop_all
+from wikiqa.evals.running.served import is_served, stop_all
 
 __all__ = ["Executor", "ExecutorError", "LocalExecutor", "open_executor"]
 
 
 class LocalExecutor:
-    """Bounded concurrency in this process: a thread pool (the agent's work is I/O and SQLite)."""
+    """Bounded concurrency in this process: a thread pool (the agent's work is I/O and SQLite);
+    one thread for a local model this run serves."""
 
     def run(self, runner: TrialRunner, todo: Todo) -> Iterator[TrialRecord]:
+        # a local model's one server answers one call at a time: more threads would only queue
+        # calls there, each waiting against its timeout
+        workers = 1 if is_served(runner.config.model) else runner.config.concurrency
         try:
-            with ThreadPoolExecutor(max_workers=runner.config.concurrency) as pool:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
                 futures = [pool.submit(runner.run_trial, task, t) for task, t in todo]
                 try:
                     for future in as_completed(futures):

