@@ -34,9 +34,8 @@ _TARGETS = {
     "hostile_5xx": ("<=", 0.0),
     # the server holds no hostile body: its peak stays near its idle ~55 MB (was 380 MB at 3x50 MB)
     "server_peak_rss_mb_after_hostile": ("<=", 100.0),
-    "overhead_ms_per_trial": ("<=", 20.0),
-    "speedup_share_of_linear_8": (">=", 0.85),
-    "speedup_share_of_linear_8_hosts_up": (">=", 0.85),
+    "overhead_ms_per_trial_median": ("<=", 20.0),  # Ray tasks against local threads
+    "linear_share_8_actors": (">=", 0.85),  # a fixed-latency stub, once the actors are up
 }
 
 

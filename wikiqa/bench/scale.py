@@ -1,18 +1,28 @@
-"""The `scale` benchmark (needs the `ray` extra): what the Ray executor costs and what it buys.
+"""The `scale` benchmark (needs the `ray` extra): what the Ray executor costs and what it buys, on
+a Ray of its own on this machine.
 
-- overhead: the offline dev suite x 3 trials on the extractive model, local threads against a
-  local Ray (its start-up apart, and its workers warmed by one run first), per trial;
-- speed-up: 1, 2, 4 and 8 host actors on a stub model that sleeps 0.5 s per call, standing in
-  for machines this one does not have;
-- SmolLM2 (with the `local` extra) on 1 and 2 hosts, each with its own server, on this 2-core
-  machine, where two servers share the same two cores: no gain is possible here.
+- throughput: real work, the extractive answerer over the whole public suite (one trial per
+  task), on local threads and on 1, 2 and 4 Ray workers (host actors, one trial at a time each):
+  trials per second, and each against one worker;
+- overhead: the dev suite x 3 trials on the extractive model, local threads against Ray tasks,
+  in `pairs` paired runs (Ray's workers warmed by one run first); per trial, the median of the
+  pairs and their spread;
+- linearity: 1 and 8 actors on a stub that waits a fixed latency per model call, standing in for
+  machines this one does not have; the share of linear at 8 once the actors are up (the target),
+  and the actors' start-up (eight processes importing the package and opening the snapshot)
+  apart, with the share it leaves when counted;
+- a served model (SmolLM2 by default, with the `local` extra): one server of 2 threads against
+  two servers of 1 thread on this node (`WIKIQA_SERVERS_PER_NODE`, `WIKIQA_SERVER_THREADS`).
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,70 +37,128 @@ def _timed(config: Any, **runner: Any) -> tuple[float, Any]:
     return time.perf_counter() - start, outcome
 
 
+@contextmanager
+def _env(**values: str) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def bench_scale(
-    stub_tasks: int = 8, stub_trials: int = 4, smollm2_tasks: int = 2
+    pairs: int = 5,
+    stub_latency: float = 0.5,
+    stub_trials: int = 64,
+    served: str | None = "local",
+    served_tasks: int = 4,
 ) -> dict[str, float]:
+    from wikiqa.evals.running.executors import open_executor
+
+    open_executor("ray")  # Ray's own-node settings (loopback, no usage stats) before its import
     from wikiqa.evals import RunConfig
     from wikiqa.evals.running.ray_executor import RayExecutor, connect
 
     figures: dict[str, float] = {}
-    saved = os.environ.get("WIKIQA_HOME")
     with tempfile.TemporaryDirectory(prefix="wikiqa-bench-scale-") as tmp:
         home = Path(tmp)
-        os.environ["WIKIQA_HOME"] = str(home / "home")
-        SnapshotSource()  # the index is built before anything is timed (and before Ray forks)
-        start = time.perf_counter()
-        connect(None)
-        figures["ray_start_s"] = time.perf_counter() - start
+        with _env(WIKIQA_HOME=str(home / "home")):
+            SnapshotSource()  # the index is built before anything is timed (and before Ray forks)
+            start = time.perf_counter()
+            connect(None)
+            figures["ray_start_s"] = time.perf_counter() - start
 
-        base = {"trials": 3, "cache": False, "concurrency": 8}
-        local_s, local = _timed(RunConfig(**base, out=home / "local"))
-        _timed(RunConfig(**base, out=home / "warm", executor="ray"))  # workers start, import
-        ray_s, _ = _timed(RunConfig(**base, out=home / "ray", executor="ray"))
-        trials = local.trials_run
-        figures |= {
-            "overhead_trials": trials,
-            "local_s": local_s,
-            "ray_s": ray_s,
-            "overhead_ms_per_trial": 1000 * (ray_s - local_s) / trials,
-        }
+            # throughput on real work: the extractive answerer over the public suite
+            work = {"suite": "public", "trials": 1, "cache": False}
+            seconds, outcome = _timed(RunConfig(**work, concurrency=4, out=home / "threads"))
+            trials = outcome.trials_run
+            figures["public_trials"] = trials
+            figures["threads_4_trials_per_s"] = trials / seconds
+            for workers in (1, 2, 4):
+                executor = RayExecutor(hosts=workers, slots=1)
+                config = RunConfig(**work, concurrency=workers, out=home / f"w{workers}",
+                                   executor="ray")  # fmt: skip
+                seconds, _ = _timed(config, executor=executor)
+                assert executor.hosts_up is not None
+                up = time.perf_counter() - executor.hosts_up
+                figures[f"ray_{workers}_workers_trials_per_s"] = trials / up
+                figures[f"ray_{workers}_workers_startup_s"] = seconds - up
+            for workers in (2, 4):
+                figures[f"ray_{workers}_workers_vs_1"] = (
+                    figures[f"ray_{workers}_workers_trials_per_s"]
+                    / figures["ray_1_workers_trials_per_s"]
+                )
 
-        stub = {"trials": stub_trials, "limit": stub_tasks, "cache": False,
-                "model": "extractive:delay=0.5"}  # fmt: skip
-        times: dict[int, float] = {}
-        up: dict[int, float] = {}
-        for hosts in (1, 2, 4, 8):
-            executor = RayExecutor(hosts=hosts, slots=1)
-            config = RunConfig(**stub, concurrency=1, out=home / f"stub{hosts}", executor="ray")
-            times[hosts], _ = _timed(config, executor=executor)
-            assert executor.hosts_up is not None
-            up[hosts] = time.perf_counter() - executor.hosts_up  # less the actors' start-up
-        figures["stub_trials"] = stub_tasks * stub_trials
-        for hosts, seconds in times.items():
-            figures[f"stub_{hosts}_actors_s"] = seconds
-        figures["speedup_8_actors"] = times[1] / times[8]
-        figures["speedup_share_of_linear_8"] = times[1] / times[8] / 8
-        for hosts, seconds in up.items():
-            figures[f"stub_{hosts}_actors_hosts_up_s"] = seconds
-        figures["speedup_share_of_linear_8_hosts_up"] = up[1] / up[8] / 8
+            # overhead per trial: paired runs, local threads against Ray tasks
+            base = {"trials": 3, "cache": False, "concurrency": 8}
+            _timed(RunConfig(**base, out=home / "warm", executor="ray"))  # workers start, import
+            overheads = []
+            for pair in range(pairs):
+                local_s, local = _timed(RunConfig(**base, out=home / f"local{pair}"))
+                ray_s, _ = _timed(RunConfig(**base, out=home / f"ray{pair}", executor="ray"))
+                overheads.append(1000 * (ray_s - local_s) / local.trials_run)
+            figures["overhead_pairs"] = pairs
+            figures["overhead_trials_per_run"] = local.trials_run
+            figures["overhead_ms_per_trial_median"] = statistics.median(overheads)
+            figures["overhead_ms_per_trial_min"] = min(overheads)
+            figures["overhead_ms_per_trial_max"] = max(overheads)
 
-        try:
-            import llama_cpp  # noqa: F401
-        except ImportError:
-            figures["smollm2_skipped"] = 1.0
-        else:
-            local_model = {"model": "local", "limit": smollm2_tasks, "trials": 1, "cache": False,
-                           "read_first": 1, "concurrency": 1}  # fmt: skip
-            for hosts in (1, 2):
-                config = RunConfig(**local_model, out=home / f"smol{hosts}", executor="ray")
-                seconds, outcome = _timed(config, executor=RayExecutor(hosts=hosts, slots=1))
-                figures[f"smollm2_{hosts}_actors_s"] = seconds
-                figures[f"smollm2_{hosts}_actors_errors"] = outcome.summary.errors
-            figures["smollm2_speedup_2_actors"] = (
-                figures["smollm2_1_actors_s"] / figures["smollm2_2_actors_s"]
+            # linearity on a stub with a fixed latency: 1 actor, then 8
+            stub = {"cache": False, "model": f"extractive:delay={stub_latency}",
+                    "concurrency": 8, "executor": "ray"}  # fmt: skip
+            one = RayExecutor(hosts=1, slots=1)
+            _timed(RunConfig(**stub, limit=8, trials=1, out=home / "stub1"), executor=one)
+            assert one.hosts_up is not None
+            per_trial = (time.perf_counter() - one.hosts_up) / 8
+            eight = RayExecutor(hosts=8, slots=1)
+            limit, trials_each = 8, max(1, stub_trials // 8)
+            seconds, outcome = _timed(
+                RunConfig(**stub, limit=limit, trials=trials_each, out=home / "stub8"),
+                executor=eight,
             )
-    if saved is None:
-        os.environ.pop("WIKIQA_HOME", None)
-    else:
-        os.environ["WIKIQA_HOME"] = saved
+            assert eight.hosts_up is not None
+            up = time.perf_counter() - eight.hosts_up
+            linear = outcome.trials_run * per_trial / 8
+            figures |= {
+                "stub_latency_s": stub_latency,
+                "stub_1_actor_s_per_trial": per_trial,
+                "stub_8_actors_trials": outcome.trials_run,
+                "stub_8_actors_up_s": up,
+                "stub_8_actors_startup_s": seconds - up,
+                "linear_share_8_actors": linear / up,
+                "linear_share_8_actors_with_startup": linear / seconds,
+            }
+
+            if served is not None:
+                figures |= _served(served, served_tasks, home)
+    return figures
+
+
+def _served(model: str, tasks: int, home: Path) -> dict[str, float]:
+    """One server of 2 threads against two of 1 thread, on this node (one trial per task)."""
+    from wikiqa.evals import RunConfig
+
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        return {"served_skipped": 1.0}
+    figures: dict[str, float] = {}
+    for servers, threads in ((1, 2), (2, 1)):
+        config = RunConfig(model=model, limit=tasks, trials=1, cache=False, read_first=1,
+                           concurrency=8, executor="ray",
+                           out=home / f"served{servers}x{threads}")  # fmt: skip
+        settings = {"WIKIQA_SERVERS_PER_NODE": str(servers), "WIKIQA_SERVER_THREADS": str(threads),
+                    "WIKIQA_MODEL_TIMEOUT": "900"}  # fmt: skip
+        with _env(**settings):
+            seconds, outcome = _timed(config)
+        name = f"served_{servers}x{threads}"
+        figures[f"{name}_s"] = seconds
+        figures[f"{name}_errors"] = outcome.summary.errors
+    figures["served_tasks"] = tasks
+    figures["served_2x1_vs_1x2"] = figures["served_1x2_s"] / figures["served_2x1_s"]
     return figures
