@@ -20,6 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from wikiqa.evals.running.executors import SLOW_START
 from wikiqa.models.local import free_port
 
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -42,10 +43,13 @@ def _alive(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pop
 def _wait_nodes(env: dict[str, str], gcs: str, count: int, deadline: float) -> None:
     script = "import ray, sys; ray.init(address=sys.argv[1]); print(sum(n['Alive'] for n in ray.nodes()))"
     while time.monotonic() < deadline:
-        done = subprocess.run(
-            [sys.executable, "-c", script, gcs],
-            env=env, capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
+        try:  # a check that hangs on a busy machine is one failed check, not the test's end
+            done = subprocess.run(
+                [sys.executable, "-c", script, gcs],
+                env=env, capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            continue
         if done.returncode == 0 and done.stdout.strip().splitlines()[-1:] == [str(count)]:
             return
         time.sleep(1)
@@ -53,18 +57,22 @@ def _wait_nodes(env: dict[str, str], gcs: str, count: int, deadline: float) -> N
 
 
 @contextmanager
-def loopback_cluster(tmp: Path, home: Path, timeout: float = 180) -> Iterator[Cluster]:
+def loopback_cluster(tmp: Path, home: Path, timeout: float = 600) -> Iterator[Cluster]:
     token = tmp / "ray_token"
     token.write_text(secrets.token_hex(32))
     gcs_port, client_port = free_port(), free_port()
     # 127.0.0.2: Ray turns 127.0.0.1 into the machine's outward address; 127.0.0.2 stays loopback
     gcs = f"127.0.0.2:{gcs_port}"
-    env = os.environ | {
-        "RAY_AUTH_MODE": "token",
-        "RAY_AUTH_TOKEN_PATH": str(token),
-        "WIKIQA_HOME": str(home),
-        "RAY_USAGE_STATS_ENABLED": "0",
-    }
+    env = (
+        os.environ
+        | {
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN_PATH": str(token),
+            "WIKIQA_HOME": str(home),
+            "RAY_USAGE_STATS_ENABLED": "0",
+        }
+        | SLOW_START
+    )
     common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1"]
     head = [RAY, "start", "--head", "--port", str(gcs_port), "--ray-client-server-port",
             str(client_port), "--include-dashboard", "false", *common]  # fmt: skip

@@ -46,11 +46,14 @@ class LocalExecutor:
 # node address is loopback, so its GCS, raylet, workers and agents listen on 127.0.0.1 only (on
 # Linux Ray otherwise names the node by its outward address and listens on every interface);
 # token authentication; no usage statistics sent.
+# Ray's start-up deadlines, raised: on a busy machine a node's agents take longer than Ray's
+# defaults (30 s) to import and register, and the node is then declared failed.
+SLOW_START = {"RAY_agent_register_timeout_ms": "300000", "RAY_raylet_start_wait_time_s": "300"}
 OWN_RAY_ENV = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
     "RAY_AUTH_MODE": "token",
     "RAY_USAGE_STATS_ENABLED": "0",
-}
+} | SLOW_START
 
 
 def open_executor(spec: str) -> Executor:
