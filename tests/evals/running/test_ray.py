@@ -41,10 +41,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, session_home: Path) -> Ite
 
 
 def eval_cli(
-    cluster: Cluster, *args: str, env: dict[str, str] | None = None
+    cluster: Cluster, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], env=cluster.env | (env or {}), capture_output=True,
-                          text=True, timeout=900, check=False)  # fmt: skip
+                          text=True, timeout=900, check=False, cwd=cwd)  # fmt: skip
 
 
 def same_trials(a: Path, b: Path) -> None:
@@ -199,4 +199,32 @@ def test_smollm2_one_server_per_node_matches_local(cluster: Cluster, tmp_path: P
     key = ["task_id", "trial", "dimension"]
     pd.testing.assert_frame_equal(
         local.sort_values(key).reset_index(drop=True), ray.sort_values(key).reset_index(drop=True)
+    )
+
+
+def test_a_replayed_cassette_reaches_the_workers_through_the_object_store(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The cassette is named by a path relative to the driver's folder, which the nodes (started
+    from another folder) cannot resolve: the replay runs on both nodes all the same, with the
+    recorded run's verdicts, because the driver ships what it read."""
+    recorded = local_run(tmp_path, limit=6, trials=1, cache=False, experiment="rec")
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    cassette = next((tmp_path / "local" / "runs").glob("*.cassette.jsonl.gz"))
+    (driver / "replay.cassette.jsonl.gz").write_bytes(cassette.read_bytes())
+    assert not (ROOT / "replay.cassette.jsonl.gz").exists()  # where the nodes would look
+    args = ["--limit", "6", "--trials", "1", "--no-cache", "--concurrency", "2",
+            "--source", "cassette:replay.cassette.jsonl.gz", "--executor", cluster.client,
+            "--out", str(tmp_path / "ray"), "--experiment", "rec"]  # fmt: skip
+    done = eval_cli(cluster, *args, env={"WIKIQA_ROOT": str(ROOT)}, cwd=driver)
+    assert done.returncode == 0, done.stderr[-3000:]
+    replayed = pd.read_parquet(next((tmp_path / "ray" / "runs").glob("*.parquet")))
+    assert replayed["node"].nunique() == 2 and not replayed["infra_error"].any()
+    original = pd.read_parquet(recorded.parquet)
+    key = ["task_id", "trial", "dimension"]
+    columns = [*key, "answer", "verdict", "passed"]
+    pd.testing.assert_frame_equal(
+        original[columns].sort_values(key).reset_index(drop=True),
+        replayed[columns].sort_values(key).reset_index(drop=True),
     )

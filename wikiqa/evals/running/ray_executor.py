@@ -43,7 +43,7 @@ from wikiqa.evals.running.records import RunConfig, TrialRecord
 from wikiqa.evals.running.served import ServedModel, is_served, stop_all
 from wikiqa.evals.tasks.task import Task
 from wikiqa.models.local import MODELS, LocalModelError
-from wikiqa.sources.cassette import CassetteRecorder
+from wikiqa.sources.cassette import CassetteRecorder, CassetteSource
 
 # Settings that change a model's replies and that a step sets for one run (MAX_TOKENS, TIMEOUT):
 # sent with each trial, since a worker's environment is its node's. Keys are never sent: each
@@ -95,13 +95,21 @@ _lock = threading.Lock()
 _runners: dict[tuple[int, str], TrialRunner] = {}
 
 
-def _runner(factory: Any, config: RunConfig, env: dict[str, str], cache: Any) -> TrialRunner:
-    """This worker's runner for the run (built once per process and thread, from the specs)."""
-    key = (threading.get_ident(), config.model_dump_json() + repr(sorted(env.items())))
+def _runner(
+    factory: Any, config: RunConfig, env: dict[str, str], cache: Any, source: Any = None
+) -> TrialRunner:
+    """This worker's runner for the run (built once per process and thread, from the specs; a
+    replayed cassette is the one the driver shipped, never a file looked for on this node)."""
+    shipped = getattr(source, "sha256", None)
+    key = (
+        threading.get_ident(),
+        config.model_dump_json() + repr(sorted(env.items())) + repr(shipped),
+    )
     with _lock:
         if key not in _runners:
             os.environ.update(env)
-            runner = factory(config.model_copy(update={"cache": False}), progress=False)
+            fresh = config.model_copy(update={"cache": False})
+            runner = factory(fresh, progress=False, source=source)
             runner.cache = _RemoteCache(cache) if cache is not None else None
             _runners[key] = runner
         return _runners[key]
@@ -131,11 +139,12 @@ def _run_trial(
     env: dict[str, str],
     cache: Any,
     record_cassette: bool,
+    source: Any,
     task: Task,
     trial: int,
 ) -> Finished:
     """One trial as a Ray task (a worker runs one task at a time, so its runner is its own)."""
-    return _finish(_runner(factory, config, env, cache), task, trial, record_cassette)
+    return _finish(_runner(factory, config, env, cache, source), task, trial, record_cassette)
 
 
 run_trial = ray.remote(_run_trial)
@@ -146,9 +155,15 @@ class _TrialHost:
     starts on its node's loopback when it starts (and stops in `close`)."""
 
     def __init__(
-        self, factory: Any, config: RunConfig, env: dict[str, str], cache: Any, record: bool
+        self,
+        factory: Any,
+        config: RunConfig,
+        env: dict[str, str],
+        cache: Any,
+        record: bool,
+        source: Any,
     ) -> None:
-        self.args = (factory, config, env, cache)
+        self.args = (factory, config, env, cache, source)
         self.record = record
         _runner(*self.args)  # imports, opens the snapshot: before the first trial, not in it
         if is_served(config.model):
@@ -211,7 +226,10 @@ class RayExecutor:
         config = runner.config
         env = {k: os.environ[k] for k in FORWARDED if k in os.environ}
         cache = self._cache_host() if config.cache else None
-        args = (type(runner), config, env, cache, runner.recorder is not None)
+        # A replayed cassette goes to the workers through the object store (put once, read by
+        # each worker's runner), never as a path: the file is on the driver's disk only.
+        source = ray.put(runner.source) if isinstance(runner.source, CassetteSource) else None
+        args = (type(runner), config, env, cache, runner.recorder is not None, source)
         try:
             if self.hosts is None and not is_served(config.model):
                 finished = self._as_tasks(args, todo, config)
