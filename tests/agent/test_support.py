@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wikiqa.agent import Agent, AgentConfig, Answer, Refusal
 from wikiqa.agent.decide import support_problems
-from wikiqa.agent.support import unquoted
+from wikiqa.agent.support import unquoted, unsupported
 from wikiqa.models import CitationArg, ScriptedModel, SubmitArgs
 from wikiqa.sources import SnapshotSource
 
@@ -61,3 +61,13 @@ def test_through_the_loop_the_lever_turns_the_echo_into_a_repair_then_a_refusal(
     assert isinstance(strict.output, Refusal) and strict.output.reason_code == "ungrounded"
     repairs = [e for e in strict.trace if e.kind == "repair"]
     assert len(repairs) == 1 and "most of what the answer adds" in repairs[0].summary
+
+
+def test_a_name_after_an_elided_article_is_found_in_its_quote() -> None:
+    """The answer's tokens split "d'Orsay" at the apostrophe, the text's words do not: the
+    name is found either way, and a name the quote lacks is still named."""
+    quote = "The Musée d'Orsay is a museum in Paris, France, on the Left Bank of the Seine."
+    question = "What famous museum in Paris is housed in a former railway station?"
+    assert unsupported("Musée d'Orsay", [quote], question) == []
+    assert unsupported("Côte d'Ivoire", ["Côte d'Ivoire is a country."], "Which country?") == []
+    assert unsupported("Musée d'Orsay and the Louvre", [quote], question) == ["Louvre"]

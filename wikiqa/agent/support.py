@@ -75,6 +75,9 @@ def unsupported(
     of a cited article, nor the question contains."""
     haystack = _fold(" ".join([*quotes, *(titles or []), question]))
     bare = [re.sub(r"'s$", "", w) for w in words(haystack)]
+    # a name after an elided article is its own token in the answer ("Orsay" in "Musée
+    # d'Orsay", "Ivoire" in "Côte d'Ivoire"), but one word with it in the text
+    bare += [part for w in bare if "'" in w for part in w.split("'")[1:] if part]
     known = set(bare) | {stem(w) for w in bare}
     missing = []
     for match in _TOKEN.finditer(unicodedata.normalize("NFKC", answer)):
