@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,29 @@ def test_a_run_in_reading_mode_records_its_prompt(tmp_path: Path, tiny: Snapshot
 
     assert outcome.meta.prompt_hash == prompt_hash(READING) != prompt_hash(AgentConfig())
     assert prompt("q?", [], False).startswith("Question: q?")
+
+
+@pytest.mark.parametrize(("guarded", "code"), [(False, "ungrounded"), (True, "injection_blocked")])
+def test_a_rejected_attribution_is_refused_without_echoing_the_answer(
+    tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch, guarded: bool, code: str
+) -> None:
+    """The reading mode has no turn to repair a rejected submission: it is refused at once,
+    with the reason a tool-calling agent's last rejection gets (the guard's, when the guard
+    blocked it). The problems, which name the answer's words, stay in the trace; the reason,
+    which reaches the user, never repeats them. `decide` rejects here as it does on a first
+    submission whose checks fail: a repair event, and the problems as the tool's error."""
+    from wikiqa.agent import reading
+    from wikiqa.models import ToolResult
+
+    def rejecting(state: Any, call: Any) -> ToolResult:
+        problem = f"the answer states {call.arguments['answer']!r}, which no quote contains"
+        state.guard_blocked += guarded
+        state.event("repair", f"submission rejected: {problem}", problems=[problem])
+        return ToolResult(call_id=call.id, name=call.name, content=problem, is_error=True)
+
+    monkeypatch.setattr(reading, "decide", rejecting)
+    result = Agent(Reader("Grace Hopper"), tiny, READING).ask(QUESTION)
+    assert isinstance(result.output, Refusal) and result.output.reason_code == code
+    assert "Hopper" not in result.output.reason and "quote" not in result.output.reason
+    repairs = [e for e in result.trace if e.kind == "repair"]
+    assert len(repairs) == 1 and "Grace Hopper" in repairs[0].summary

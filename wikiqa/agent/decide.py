@@ -82,14 +82,19 @@ def decide(state: RunState, call: ToolCall) -> Answer | Refusal | ToolResult:
         message = "Submission rejected:\n" + "\n".join(f"- {p}" for p in everything)
         message += "\nFix exactly these and call submit_answer again, or call refuse."
         return ToolResult(call_id=call.id, name=call.name, content=message, is_error=True)
-    if guard_problems:
+    return rejected(bool(guard_problems))
+
+
+def rejected(guard: bool) -> Refusal:
+    """The refusal for a submission rejected with no repair left. What failed is in the trace;
+    the reason never echoes the model's text, which may carry whatever a planted instruction
+    asked for."""
+    if guard:
         return Refusal(
             reason="The answer kept repeating instruction-like text planted in the retrieved "
             "articles, so it was withheld.",
             reason_code="injection_blocked",
         )
-    # what failed is in the trace; the reason never echoes the model's text, which may carry
-    # whatever a planted instruction asked for
     return Refusal(
         reason="The answer could not be grounded in the fetched text.", reason_code="ungrounded"
     )

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 from wikiqa.agent.actions import run_tool
 from wikiqa.agent.config import AgentConfig
-from wikiqa.agent.decide import decide
+from wikiqa.agent.decide import decide, rejected
 from wikiqa.agent.prompts import READING_SYSTEM
 from wikiqa.agent.render import datamark, numbered
 from wikiqa.agent.result import Answer, Refusal
@@ -268,10 +268,11 @@ def _submit(state: RunState, answer: str, quoted: list[Sentence]) -> Answer | Re
     call = ToolCall(
         id="reading_submit", name=SUBMIT, arguments={"answer": answer, "citations": citations}
     )
+    blocked = state.guard_blocked
     outcome = decide(state, call)
-    if isinstance(outcome, ToolResult):  # rejected: reading mode has no further turn
-        return Refusal(reason=f"The attributed answer failed its checks: {outcome.content}",
-                       reason_code="ungrounded")  # fmt: skip
+    if isinstance(outcome, ToolResult):  # rejected, with no turn to repair it in: the problems
+        # are in the trace (decide's event), never in the reason, which would echo the answer
+        return rejected(guard=state.guard_blocked > blocked)
     return outcome
 
 
