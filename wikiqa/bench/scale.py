@@ -57,6 +57,7 @@ def bench_scale(
     stub_trials: int = 64,
     served: str | None = "local",
     served_tasks: int = 4,
+    public_limit: int | None = None,
 ) -> dict[str, float]:
     from wikiqa.evals.running.executors import open_executor
 
@@ -65,77 +66,78 @@ def bench_scale(
     from wikiqa.evals.running.ray_executor import RayExecutor, connect
 
     figures: dict[str, float] = {}
+    # runs write under a temporary folder; WIKIQA_HOME stays the user's (no run reads or writes
+    # the response cache, and an assembled local model is not assembled again)
     with tempfile.TemporaryDirectory(prefix="wikiqa-bench-scale-") as tmp:
         home = Path(tmp)
-        with _env(WIKIQA_HOME=str(home / "home")):
-            SnapshotSource()  # the index is built before anything is timed (and before Ray forks)
-            start = time.perf_counter()
-            connect(None)
-            figures["ray_start_s"] = time.perf_counter() - start
+        SnapshotSource()  # the index is built before anything is timed (and before Ray forks)
+        start = time.perf_counter()
+        connect(None)
+        figures["ray_start_s"] = time.perf_counter() - start
 
-            # throughput on real work: the extractive answerer over the public suite
-            work = {"suite": "public", "trials": 1, "cache": False}
-            seconds, outcome = _timed(RunConfig(**work, concurrency=4, out=home / "threads"))
-            trials = outcome.trials_run
-            figures["public_trials"] = trials
-            figures["threads_4_trials_per_s"] = trials / seconds
-            for workers in (1, 2, 4):
-                executor = RayExecutor(hosts=workers, slots=1)
-                config = RunConfig(**work, concurrency=workers, out=home / f"w{workers}",
-                                   executor="ray")  # fmt: skip
-                seconds, _ = _timed(config, executor=executor)
-                assert executor.hosts_up is not None
-                up = time.perf_counter() - executor.hosts_up
-                figures[f"ray_{workers}_workers_trials_per_s"] = trials / up
-                figures[f"ray_{workers}_workers_startup_s"] = seconds - up
-            for workers in (2, 4):
-                figures[f"ray_{workers}_workers_vs_1"] = (
-                    figures[f"ray_{workers}_workers_trials_per_s"]
-                    / figures["ray_1_workers_trials_per_s"]
-                )
-
-            # overhead per trial: paired runs, local threads against Ray tasks
-            base = {"trials": 3, "cache": False, "concurrency": 8}
-            _timed(RunConfig(**base, out=home / "warm", executor="ray"))  # workers start, import
-            overheads = []
-            for pair in range(pairs):
-                local_s, local = _timed(RunConfig(**base, out=home / f"local{pair}"))
-                ray_s, _ = _timed(RunConfig(**base, out=home / f"ray{pair}", executor="ray"))
-                overheads.append(1000 * (ray_s - local_s) / local.trials_run)
-            figures["overhead_pairs"] = pairs
-            figures["overhead_trials_per_run"] = local.trials_run
-            figures["overhead_ms_per_trial_median"] = statistics.median(overheads)
-            figures["overhead_ms_per_trial_min"] = min(overheads)
-            figures["overhead_ms_per_trial_max"] = max(overheads)
-
-            # linearity on a stub with a fixed latency: 1 actor, then 8
-            stub = {"cache": False, "model": f"extractive:delay={stub_latency}",
-                    "concurrency": 8, "executor": "ray"}  # fmt: skip
-            one = RayExecutor(hosts=1, slots=1)
-            _timed(RunConfig(**stub, limit=8, trials=1, out=home / "stub1"), executor=one)
-            assert one.hosts_up is not None
-            per_trial = (time.perf_counter() - one.hosts_up) / 8
-            eight = RayExecutor(hosts=8, slots=1)
-            limit, trials_each = 8, max(1, stub_trials // 8)
-            seconds, outcome = _timed(
-                RunConfig(**stub, limit=limit, trials=trials_each, out=home / "stub8"),
-                executor=eight,
+        # throughput on real work: the extractive answerer over the public suite
+        work = {"suite": "public", "trials": 1, "cache": False, "limit": public_limit}
+        seconds, outcome = _timed(RunConfig(**work, concurrency=4, out=home / "threads"))
+        trials = outcome.trials_run
+        figures["public_trials"] = trials
+        figures["threads_4_trials_per_s"] = trials / seconds
+        for workers in (1, 2, 4):
+            executor = RayExecutor(hosts=workers, slots=1)
+            config = RunConfig(**work, concurrency=workers, out=home / f"w{workers}",
+                               executor="ray")  # fmt: skip
+            seconds, _ = _timed(config, executor=executor)
+            assert executor.hosts_up is not None
+            up = time.perf_counter() - executor.hosts_up
+            figures[f"ray_{workers}_workers_trials_per_s"] = trials / up
+            figures[f"ray_{workers}_workers_startup_s"] = seconds - up
+        for workers in (2, 4):
+            figures[f"ray_{workers}_workers_vs_1"] = (
+                figures[f"ray_{workers}_workers_trials_per_s"]
+                / figures["ray_1_workers_trials_per_s"]
             )
-            assert eight.hosts_up is not None
-            up = time.perf_counter() - eight.hosts_up
-            linear = outcome.trials_run * per_trial / 8
-            figures |= {
-                "stub_latency_s": stub_latency,
-                "stub_1_actor_s_per_trial": per_trial,
-                "stub_8_actors_trials": outcome.trials_run,
-                "stub_8_actors_up_s": up,
-                "stub_8_actors_startup_s": seconds - up,
-                "linear_share_8_actors": linear / up,
-                "linear_share_8_actors_with_startup": linear / seconds,
-            }
 
-            if served is not None:
-                figures |= _served(served, served_tasks, home)
+        # overhead per trial: paired runs, local threads against Ray tasks
+        base = {"trials": 3, "cache": False, "concurrency": 8}
+        _timed(RunConfig(**base, out=home / "warm", executor="ray"))  # workers start, import
+        overheads = []
+        for pair in range(pairs):
+            local_s, local = _timed(RunConfig(**base, out=home / f"local{pair}"))
+            ray_s, _ = _timed(RunConfig(**base, out=home / f"ray{pair}", executor="ray"))
+            overheads.append(1000 * (ray_s - local_s) / local.trials_run)
+        figures["overhead_pairs"] = pairs
+        figures["overhead_trials_per_run"] = local.trials_run
+        figures["overhead_ms_per_trial_median"] = statistics.median(overheads)
+        figures["overhead_ms_per_trial_min"] = min(overheads)
+        figures["overhead_ms_per_trial_max"] = max(overheads)
+
+        # linearity on a stub with a fixed latency: 1 actor, then 8
+        stub = {"cache": False, "model": f"extractive:delay={stub_latency}",
+                "concurrency": 8, "executor": "ray"}  # fmt: skip
+        one = RayExecutor(hosts=1, slots=1)
+        _timed(RunConfig(**stub, limit=8, trials=1, out=home / "stub1"), executor=one)
+        assert one.hosts_up is not None
+        per_trial = (time.perf_counter() - one.hosts_up) / 8
+        eight = RayExecutor(hosts=8, slots=1)
+        limit, trials_each = 8, max(1, stub_trials // 8)
+        seconds, outcome = _timed(
+            RunConfig(**stub, limit=limit, trials=trials_each, out=home / "stub8"),
+            executor=eight,
+        )
+        assert eight.hosts_up is not None
+        up = time.perf_counter() - eight.hosts_up
+        linear = outcome.trials_run * per_trial / 8
+        figures |= {
+            "stub_latency_s": stub_latency,
+            "stub_1_actor_s_per_trial": per_trial,
+            "stub_8_actors_trials": outcome.trials_run,
+            "stub_8_actors_up_s": up,
+            "stub_8_actors_startup_s": seconds - up,
+            "linear_share_8_actors": linear / up,
+            "linear_share_8_actors_with_startup": linear / seconds,
+        }
+
+        if served is not None:
+            figures |= _served(served, served_tasks, home)
     return figures
 
 

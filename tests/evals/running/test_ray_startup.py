@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from wikiqa.cli import main
+from wikiqa.evals.running.executors import OWN_RAY_ENV
 
 pytestmark = pytest.mark.ray
 ray = pytest.importorskip("ray")
@@ -37,6 +38,8 @@ def test_a_ray_that_does_not_start_exits_3_in_one_line(
     def init(*args: object, **kwargs: object) -> None:
         raise error
 
+    for name, value in OWN_RAY_ENV.items():  # as exported before Ray was imported
+        monkeypatch.setenv(name, value)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", init)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
@@ -47,3 +50,18 @@ def test_a_ray_that_does_not_start_exits_3_in_one_line(
     assert code == 3
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert said in err and str(error) in err
+
+
+def test_a_ray_of_our_own_refuses_to_start_after_ray_was_imported_without_its_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ray reads its network and auth settings once, at import: set afterwards, the driver and
+    the processes it starts would disagree (InvalidAuthToken, or listeners beyond loopback)."""
+    for name in OWN_RAY_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    code = main(["eval", "--limit", "1", "--trials", "1", "--executor", "ray",
+                 "--out", str(tmp_path)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 3 and len(err.strip().splitlines()) == 1
+    assert "Ray was imported before" in err and "RAY_AUTH_MODE=token" in err

@@ -9,6 +9,7 @@ finished trial records back as they complete; it alone writes the journal and th
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
@@ -66,10 +67,16 @@ def open_executor(spec: str) -> Executor:
             "`ray start` on this machine rewrites: name the cluster (ray:<host>:<port> or "
             "ray://<host>:<port>)"
         )
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if spec == "ray" and not os.environ.get("RAY_ADDRESS"):
-        for name, value in OWN_RAY_ENV.items():
-            os.environ.setdefault(name, value)
+        unset = {k: v for k, v in OWN_RAY_ENV.items() if k not in os.environ}
+        if unset and "ray" in sys.modules:  # Ray read its settings at import, without these
+            raise ExecutorError(
+                "Ray was imported before wikiqa could set up a Ray of its own (loopback only, "
+                "token auth): start the run in a fresh process, or export "
+                + " ".join(f"{k}={v}" for k, v in unset.items())
+            )
+        os.environ.update(unset)
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         import ray  # noqa: F401
     except ImportError:
