@@ -53,15 +53,22 @@ def same_trials(a: Path, b: Path) -> None:
     pd.testing.assert_frame_equal(left, right)
 
 
-def keys(journal: Path) -> list[tuple[str, int]]:
+def keys(log: Path) -> list[tuple[str, int]]:
+    """The (task, trial) of every trial line in a run's log (runs/RUN_ID.log.jsonl), in order; a
+    line the driver was writing when killed is skipped."""
     found = []
-    for line in journal.read_text().splitlines():
+    for line in log.read_text().splitlines():
         try:
-            record = json.loads(line)
+            entry = json.loads(line)
         except json.JSONDecodeError:
             continue
-        found.append((record["task_id"], record["trial"]))
+        if entry.get("kind") == "trial":
+            found.append((entry["record"]["task_id"], entry["record"]["trial"]))
     return found
+
+
+def run_logs(out: Path) -> list[Path]:
+    return sorted((out / "runs").glob("*.log.jsonl")) if out.exists() else []
 
 
 def local_run(tmp_path: Path, **fields: Any) -> RunOutcome:
@@ -110,9 +117,9 @@ def test_a_worker_killed_mid_trial_is_retried_and_journaled_once(
     killed = None
     deadline = time.monotonic() + 120
     while killed is None and time.monotonic() < deadline and driver.poll() is None:
-        journals = list((out / "journals").glob("*/journal.jsonl")) if out.exists() else []
+        logs = run_logs(out)
         busy = _trial_workers()
-        if journals and keys(journals[0]) and busy:  # the run is going: kill one mid-trial
+        if logs and keys(logs[0]) and busy:  # the run is going: kill one mid-trial
             os.kill(busy[0], signal.SIGKILL)
             killed = busy[0]
         time.sleep(0.05)
@@ -120,7 +127,7 @@ def test_a_worker_killed_mid_trial_is_retried_and_journaled_once(
     assert killed is not None, "no trial was caught running"
     assert driver.returncode == 0, stderr[-3000:]  # no infrastructure error: Ray retried it
     assert "12 trials run now" in stdout
-    found = keys(next((out / "journals").glob("*/journal.jsonl")))
+    found = keys(run_logs(out)[0])
     assert len(found) == len(set(found)) == 12  # every trial once, the killed one included
     local = local_run(tmp_path, limit=6, trials=2, model="extractive:delay=0.3", cache=False,
                       concurrency=2, experiment="kill")  # fmt: skip
@@ -138,9 +145,9 @@ def test_a_killed_driver_resumes_with_only_what_is_missing(
     journal = None
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and driver.poll() is None:
-        journals = list((out / "journals").glob("*/journal.jsonl")) if out.exists() else []
-        if journals and len(keys(journals[0])) >= 4:
-            journal = journals[0]
+        logs = run_logs(out)
+        if logs and len(keys(logs[0])) >= 4:
+            journal = logs[0]
             break
         time.sleep(0.05)
     assert journal is not None, "the run never got going"
@@ -149,7 +156,8 @@ def test_a_killed_driver_resumes_with_only_what_is_missing(
     done = set(keys(journal))
     assert 4 <= len(done) < 20
     resumed = subprocess.run(
-        [*CLI, "--resume", journal.parent.name, "--out", str(out), "--executor", cluster.client],
+        [*CLI, "--resume", journal.name.removesuffix(".log.jsonl"), "--out", str(out),
+         "--executor", cluster.client],
         env=cluster.env, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -168,7 +176,8 @@ def test_smollm2_one_server_per_node_matches_local(cluster: Cluster, tmp_path: P
     fresh server too, as each node's server is fresh for the one trial it serves."""
     pytest.importorskip("llama_cpp")
     args = ["--model", "local", "--trials", "1", "--no-cache", "--read-first", "1",
-            "--concurrency", "1", "--experiment", "smollm2"]  # fmt: skip
+            "--concurrency", "2", "--experiment", "smollm2"]  # fmt: skip
+    # two trials in flight: each node's host takes one (a host serves one trial at a time)
     lines = (ROOT / "experiments" / "suite" / "dev.jsonl").read_text().splitlines()[:2]
     suites = []
     for i, line in enumerate(lines):
