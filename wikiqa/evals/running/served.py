@@ -68,7 +68,12 @@ def canonical_spec(spec: str) -> str:
 
 
 def _canonical(spec: str) -> str:
-    gguf = _gguf(spec)
+    """The default server's spec for the model. A catalogued model is named by its catalogue
+    alias without touching its file: the driver of a cluster run need not hold the model."""
+    name = spec.partition(";")[0].partition(":")[2]
+    if name in MODELS:
+        return local_model.spec("127.0.0.1", local_model.PORT, MODELS[name].alias)
+    gguf = None if not name else Path(name).expanduser().resolve()
     if gguf is None:
         try:  # the driver need not have the `local` extra to name the shipped model
             name = local_model.alias(local_model.default_gguf())
