@@ -155,9 +155,9 @@ def test_a_killed_driver_resumes_with_only_what_is_missing(
     driver.wait()
     done = set(keys(journal))
     assert 4 <= len(done) < 20
-    resumed = subprocess.run(
-        [*CLI, "--resume", journal.name.removesuffix(".log.jsonl"), "--out", str(out),
-         "--executor", cluster.client],
+    run_id = journal.name.removesuffix(".log.jsonl")
+    resumed = subprocess.run(  # a resume names the parameters the run was made with
+        [*CLI, *args, "--resume", run_id, "--out", str(out)],
         env=cluster.env, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr[-3000:]
