@@ -152,7 +152,7 @@ bench: install
 	$(BIN)/python -m wikiqa.bench eval
 	$(BIN)/python -m wikiqa.bench public
 	$(BIN)/python -m wikiqa.bench cassette
-	$(BIN)/python -m wikiqa.bench retrieval --holdout
+	$(BIN)/python -m wikiqa.bench retrieval
 	$(BIN)/python -m wikiqa.bench load
 	$(BIN)/python -m wikiqa.bench injection $(if $(wildcard ../shared/benchmarks/bipia),--bipia ../shared/benchmarks/bipia)
 	@if $(BIN)/python -c 'import ray' 2>/dev/null; then $(BIN)/python -m wikiqa.bench scale; \

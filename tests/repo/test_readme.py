@@ -1,6 +1,6 @@
 """Every README command that needs no network runs, on a fresh copy of the repository, as a new
-user would type it, in the README's order (the loop's `cp` first): the README cannot drift from
-what the tools do. Its links and the repository paths it names must exist, and it stays a front
+user would type it, in the README's order (the loop's `experiment new` first): the README cannot
+drift from what the tools do. Its links and the repository paths it names must exist, and it stays a front
 door (at most 250 lines): reference goes to docs/, findings to results/reports/."""
 
 from __future__ import annotations

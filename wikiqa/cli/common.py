@@ -93,7 +93,7 @@ def wiki_source(spec: str) -> WikiSource:
 
 
 LABEL_SUITES_HELP = (
-    "suite the labels' task_ids come from: dev (default), public, or a task file; repeat to look "
+    "suite the labels' task_ids come from: dev (default), public, public2, or a task file; repeat to look "
     "tasks up in several"
 )
 

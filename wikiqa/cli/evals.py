@@ -207,14 +207,18 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--suite",
         default="dev",
-        help="dev (default), public, or a task file path; with --holdout: dev, public or fresh",
+        help="dev (default), public, public2, or a task file path; with --holdout: dev, public, "
+        "public2, fresh or fresh2",
     )
     p.add_argument(
         "--holdout", action="store_true", help="run the held-out suite (once, at the end)"
     )
     p.add_argument("--allow-holdout-rerun", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--trials", type=positive_int, default=None, help="trials per task (default 3)")
-    p.add_argument("--model", help=MODEL_HELP + ", local (start SmolLM2) or local:<gguf>")
+    p.add_argument(
+        "--model",
+        help=MODEL_HELP + ", local (start SmolLM2), local:qwen, local:qwen-0.5b or local:<gguf>",
+    )
     p.add_argument("--judge", help="judge model spec (default: offline graders only)")
     p.add_argument("--allow-self-judge", action="store_true", help="let the answerer's model judge")
     p.add_argument("--source", help=SOURCE_HELP)

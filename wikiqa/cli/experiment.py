@@ -282,7 +282,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "run", help="execute notebooks; repeating -p NAME makes a grid of parameter values"
     )
     exp_run.add_argument("notebooks", nargs="*", type=Path, help="notebooks to run")
-    exp_run.add_argument("--current", action="store_true", help="add the latest step notebook")
+    exp_run.add_argument(
+        "--current",
+        action="store_true",
+        help="add the current step: the highest-numbered step notebook that needs no extra",
+    )
     exp_run.add_argument(
         "-p", "--parameter", dest="parameters", nargs=2, action="append", metavar=("NAME", "VALUE"),
         help="a parameter (values are JSON when they parse: 1, null, true, \"text\")",

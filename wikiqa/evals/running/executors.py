@@ -69,7 +69,9 @@ def open_executor(spec: str) -> Executor:
         )
     if spec == "ray" and not os.environ.get("RAY_ADDRESS"):
         unset = {k: v for k, v in OWN_RAY_ENV.items() if k not in os.environ}
-        if unset and sys.modules.get("ray") is not None:  # Ray read its settings at import, without these
+        if (
+            unset and sys.modules.get("ray") is not None
+        ):  # Ray read its settings at import, without these
             raise ExecutorError(
                 "Ray was imported before wikiqa could set up a Ray of its own (loopback only, "
                 "token auth): start the run in a fresh process, or export "
