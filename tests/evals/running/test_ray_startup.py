@@ -65,3 +65,39 @@ def test_a_ray_of_our_own_refuses_to_start_after_ray_was_imported_without_its_se
     err = capsys.readouterr().err
     assert code == 3 and len(err.strip().splitlines()) == 1
     assert "Ray was imported before" in err and "RAY_AUTH_MODE=token" in err
+
+
+@pytest.mark.parametrize("failures", [2, 9])
+def test_a_busy_head_that_fails_to_start_a_clients_server_is_tried_again(
+    failures: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head starts a server per Ray client; busy, it may fail to ("Starting Ray client server
+    failed"). The connection is tried again (4 attempts), then it is an ExecutorError."""
+    from wikiqa.evals.running import ray_executor
+    from wikiqa.evals.running.execution import ExecutorError
+    from wikiqa.retry import RetryPolicy
+
+    calls: list[str] = []
+
+    def init(address: str, **kwargs: object) -> None:
+        calls.append(address)
+        if len(calls) <= failures:
+            raise ConnectionError(
+                "Initialization failure from server: RuntimeError: Starting Ray client server "
+                "failed. See ray_client_server_23000.err for detailed logs."
+            )
+
+    slept: list[float] = []
+    monkeypatch.setattr(ray_executor, "CONNECT_RETRY",
+                        RetryPolicy(attempts=4, backoff=5.0, sleep=slept.append))  # fmt: skip
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    monkeypatch.setattr(ray_executor, "_connected", [])
+    if failures < 4:
+        ray_executor.connect("ray://127.0.0.1:10001")
+        assert len(calls) == failures + 1 and slept == [5.0, 10.0]
+    else:
+        with pytest.raises(ExecutorError, match="gave up after 4 attempts"):
+            ray_executor.connect("ray://127.0.0.1:10001")
+        assert len(calls) == 4

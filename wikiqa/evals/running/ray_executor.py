@@ -43,6 +43,7 @@ from wikiqa.evals.running.records import RunConfig, TrialRecord
 from wikiqa.evals.running.served import ServedModel, is_served, stop_all
 from wikiqa.evals.tasks.task import Task
 from wikiqa.models.local import MODELS, LocalModelError
+from wikiqa.retry import GaveUp, RetryPolicy, Transient
 from wikiqa.sources.cassette import CassetteRecorder, CassetteSource
 
 # Settings that change a model's replies and that a step sets for one run (MAX_TOKENS, TIMEOUT):
@@ -348,6 +349,9 @@ def _cause(err: BaseException) -> str:
 
 
 _connected: list[str | None] = []
+# A Ray client's first connection: the head starts a server for it, which a busy head may fail
+# to start in time ("Starting Ray client server failed"); a few waits, then an ExecutorError.
+CONNECT_RETRY = RetryPolicy(attempts=4, backoff=5.0, max_wait=30.0)
 
 
 def connect(address: str | None) -> None:
@@ -379,8 +383,20 @@ def _connect(address: str | None) -> None:
         kwargs = {"include_dashboard": False, "object_store_memory": 256 * 2**20}
     if not (address or "").startswith("ray://"):
         kwargs["log_to_driver"] = False
+
+    def init() -> None:
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, RuntimeError) as err:
+            if "Starting Ray client server failed" in str(err):  # the head was too busy to
+                ray.shutdown()  # start this client's server: try again, from a clean state
+                raise Transient(str(err)) from err
+            raise
+
     try:
-        ray.init(address=address, **kwargs)
+        CONNECT_RETRY.call(init)
+    except GaveUp as err:
+        raise ExecutorError(f"cannot reach Ray at {address}: {err}") from err
     except (ConnectionError, RuntimeError, ValueError) as err:
         raise ExecutorError(f"cannot reach Ray at {address}: {err}") from err
     if address == "local" and (ip := ray.util.get_node_ip_address()) != "127.0.0.1":
