@@ -63,7 +63,8 @@ def bench_scale(
 
     open_executor("ray")  # Ray's own-node settings (loopback, no usage stats) before its import
     from wikiqa.evals import RunConfig
-    from wikiqa.evals.running.ray_executor import RayExecutor, connect
+    from wikiqa.evals.running.ray_cluster import connect
+    from wikiqa.evals.running.ray_executor import RayExecutor
 
     figures: dict[str, float] = {}
     # runs write under a temporary folder; WIKIQA_HOME stays the user's (no run reads or writes

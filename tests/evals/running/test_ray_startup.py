@@ -73,7 +73,7 @@ def test_a_busy_head_that_fails_to_start_a_clients_server_is_tried_again(
 ) -> None:
     """The head starts a server per Ray client; busy, it may fail to ("Starting Ray client server
     failed"). The connection is tried again (4 attempts), then it is an ExecutorError."""
-    from wikiqa.evals.running import ray_executor
+    from wikiqa.evals.running import ray_cluster
     from wikiqa.evals.running.execution import ExecutorError
     from wikiqa.retry import RetryPolicy
 
@@ -88,16 +88,16 @@ def test_a_busy_head_that_fails_to_start_a_clients_server_is_tried_again(
             )
 
     slept: list[float] = []
-    monkeypatch.setattr(ray_executor, "CONNECT_RETRY",
+    monkeypatch.setattr(ray_cluster, "CONNECT_RETRY",
                         RetryPolicy(attempts=4, backoff=5.0, sleep=slept.append))  # fmt: skip
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", init)
     monkeypatch.setattr(ray, "shutdown", lambda: None)
-    monkeypatch.setattr(ray_executor, "_connected", [])
+    monkeypatch.setattr(ray_cluster, "_connected", [])
     if failures < 4:
-        ray_executor.connect("ray://127.0.0.1:10001")
+        ray_cluster.connect("ray://127.0.0.1:10001")
         assert len(calls) == failures + 1 and slept == [5.0, 10.0]
     else:
         with pytest.raises(ExecutorError, match="gave up after 4 attempts"):
-            ray_executor.connect("ray://127.0.0.1:10001")
+            ray_cluster.connect("ray://127.0.0.1:10001")
         assert len(calls) == 4

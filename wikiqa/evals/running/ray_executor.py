@@ -39,11 +39,12 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from wikiqa.config import Settings
 from wikiqa.evals.running.cache import ResponseCache, cache_path
 from wikiqa.evals.running.execution import ExecutorError, Todo, TrialRunner, lost_trial
+from wikiqa.evals.running.ray_cluster import cause as _cause
+from wikiqa.evals.running.ray_cluster import connect
 from wikiqa.evals.running.records import RunConfig, TrialRecord
 from wikiqa.evals.running.served import ServedModel, is_served, stop_all
 from wikiqa.evals.tasks.task import Task
 from wikiqa.models.local import MODELS, LocalModelError
-from wikiqa.retry import GaveUp, RetryPolicy, Transient
 from wikiqa.sources.cassette import CassetteRecorder, CassetteSource
 
 # Settings that change a model's replies and that a step sets for one run (MAX_TOKENS, TIMEOUT):
@@ -341,69 +342,3 @@ def _result(ref: Any, task: Task, trial: int) -> Finished:
     except ray.exceptions.RayError as err:
         return Finished(lost_trial(task, trial, _cause(err)), 0, 0, 0, [])
     return done
-
-
-def _cause(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[-1] if text else type(err).__name__
-
-
-_connected: list[str | None] = []
-# A Ray client's first connection: the head starts a server for it, which a busy head may fail
-# to start in time ("Starting Ray client server failed"); a few waits, then an ExecutorError.
-CONNECT_RETRY = RetryPolicy(attempts=4, backoff=5.0, max_wait=30.0)
-
-
-def connect(address: str | None) -> None:
-    """Join the cluster (or start a local Ray) once per process; another address reconnects.
-    Whatever keeps Ray from starting or answering is an ExecutorError, said in one line: an
-    overloaded machine makes `ray.init` raise a bare Exception ("the current node timed out
-    during startup") or a TimeoutError, besides the connection errors."""
-    try:
-        _connect(address)
-    except ExecutorError:
-        raise
-    except Exception as err:
-        where = f"Ray at {address}" if address else "a local Ray"
-        raise ExecutorError(f"{where} did not start or answer: {_cause(err)}") from err
-
-
-def _connect(address: str | None) -> None:
-    given = address
-    if ray.is_initialized():
-        if _connected and _connected[-1] == given:
-            return
-        ray.shutdown()
-    kwargs: dict[str, Any] = {}
-    if address is None and not os.environ.get("RAY_ADDRESS"):
-        # a Ray of our own on this machine ("local": never a stale `ray start` it remembers),
-        # on loopback (executors.OWN_RAY_ENV), no dashboard, a small object store; ray.shutdown
-        # (at exit) stops exactly the processes it started
-        address = "local"
-        kwargs = {"include_dashboard": False, "object_store_memory": 256 * 2**20}
-    if not (address or "").startswith("ray://"):
-        kwargs["log_to_driver"] = False
-
-    def init() -> None:
-        try:
-            ray.init(address=address, **kwargs)
-        except (ConnectionError, RuntimeError) as err:
-            if "Starting Ray client server failed" in str(err):  # the head was too busy to
-                ray.shutdown()  # start this client's server: try again, from a clean state
-                raise Transient(str(err)) from err
-            raise
-
-    try:
-        CONNECT_RETRY.call(init)
-    except GaveUp as err:
-        raise ExecutorError(f"cannot reach Ray at {address}: {err}") from err
-    except (ConnectionError, RuntimeError, ValueError) as err:
-        raise ExecutorError(f"cannot reach Ray at {address}: {err}") from err
-    if address == "local" and (ip := ray.util.get_node_ip_address()) != "127.0.0.1":
-        ray.shutdown()  # it would listen beyond loopback: Ray was imported before our settings
-        raise ExecutorError(
-            f"a local Ray would listen on {ip}, not only on loopback: Ray was imported before "
-            "wikiqa set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 (export it, or start the run in a "
-            "fresh process)"
-        )
-    _connected.append(given)
