@@ -1,5 +1,5 @@
 """Where a run's trials execute: the runner hands an executor its (task, trial) pairs and gets
-finished trial records back as they complete; it alone writes the journal and the parquet.
+finished trial records back as they complete; it alone writes the run log and the parquet.
 
 - `local` (the default): a thread pool in this process. Ray is never imported.
 - `ray`, `ray://<host>:<port>`, `ray:<address>`: trials run as Ray tasks across a cluster
@@ -42,14 +42,14 @@ class LocalExecutor:
             stop_all()  # a local-model server this run started
 
 
+# Ray's start-up deadlines, raised: on a busy machine a node's agents take longer than Ray's
+# defaults (30 s) to import and register, and the node is then declared failed.
+SLOW_START = {"RAY_agent_register_timeout_ms": "300000", "RAY_raylet_start_wait_time_s": "300"}
 # What a Ray of our own (`--executor ray`, no RAY_ADDRESS) runs with, set before Ray is imported
 # (Ray reads these once, at import; a value the user exported wins): a single-node Ray whose
 # node address is loopback, so its GCS, raylet, workers and agents listen on 127.0.0.1 only (on
 # Linux Ray otherwise names the node by its outward address and listens on every interface);
-# token authentication; no usage statistics sent.
-# Ray's start-up deadlines, raised: on a busy machine a node's agents take longer than Ray's
-# defaults (30 s) to import and register, and the node is then declared failed.
-SLOW_START = {"RAY_agent_register_timeout_ms": "300000", "RAY_raylet_start_wait_time_s": "300"}
+# token authentication; no usage statistics sent; the deadlines above.
 OWN_RAY_ENV = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
     "RAY_AUTH_MODE": "token",
@@ -69,9 +69,8 @@ def open_executor(spec: str) -> Executor:
         )
     if spec == "ray" and not os.environ.get("RAY_ADDRESS"):
         unset = {k: v for k, v in OWN_RAY_ENV.items() if k not in os.environ}
-        if (
-            unset and sys.modules.get("ray") is not None
-        ):  # Ray read its settings at import, without these
+        imported = sys.modules.get("ray") is not None  # Ray read its settings then, without these
+        if unset and imported:
             raise ExecutorError(
                 "Ray was imported before wikiqa could set up a Ray of its own (loopback only, "
                 "token auth): start the run in a fresh process, or export "
