@@ -128,7 +128,7 @@ dense: $(DENSE_STAMP)
 
 # Trials on Ray (`--executor ray`): installs the `ray` and `local` extras, then runs the tests
 # marked `ray`: a two-node cluster started on loopback with `ray start`, and Rays of the
-# executor's own, SmolLM2 served on them (about 8 minutes with the cores free).
+# executor's own, SmolLM2 served on them (7 to 14 minutes measured here, beside a model run).
 RAY_STAMP := $(VENV)/.installed-ray
 
 $(RAY_STAMP): $(STAMP) requirements-ray.lock

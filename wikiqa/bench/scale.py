@@ -21,10 +21,9 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from wikiqa.sources import SnapshotSource
 
@@ -35,20 +34,6 @@ def _timed(config: Any, **runner: Any) -> tuple[float, Any]:
     start = time.perf_counter()
     outcome = run_eval(config, progress=False, **runner)
     return time.perf_counter() - start, outcome
-
-
-@contextmanager
-def _env(**values: str) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def bench_scale(
@@ -157,7 +142,7 @@ def _served(model: str, tasks: int, home: Path) -> dict[str, float]:
                            out=home / f"served{servers}x{threads}")  # fmt: skip
         settings = {"WIKIQA_SERVERS_PER_NODE": str(servers), "WIKIQA_SERVER_THREADS": str(threads),
                     "WIKIQA_MODEL_TIMEOUT": "900"}  # fmt: skip
-        with _env(**settings):
+        with mock.patch.dict(os.environ, settings):
             seconds, outcome = _timed(config)
         name = f"served_{servers}x{threads}"
         figures[f"{name}_s"] = seconds
