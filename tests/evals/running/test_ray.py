@@ -29,6 +29,8 @@ pytest.importorskip("ray")
 # ran. The cassette's hash is compared: the driver records what the workers' sources answered.
 ROOT = Path(__file__).resolve().parents[3]
 RUN_SPECIFIC = ["run_id", "created_at", "latency_ms", "git_sha", "node"]
+TOKEN_COUNTS = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                "estimated_cost_usd"]  # fmt: skip
 CLI = [sys.executable, "-m", "wikiqa.cli", "eval"]
 
 
@@ -201,8 +203,12 @@ def test_smollm2_one_server_per_node_matches_local(cluster: Cluster, tmp_path: P
         assert set(frame["model"]) == {"openai:smollm2-135m-instruct@http://127.0.0.1:8080/v1"}
         assert not frame["infra_error"].any() and frame["model_calls"].sum() > 0
     assert frames[-1]["node"].nunique() == 2  # one trial on each node's own server
-    # each local run saw one task, the Ray run both: their suites and cassettes differ
-    suite_columns = [*RUN_SPECIFIC, "suite", "suite_hash", "cassette_hash"]
+    # each local run saw one task, the Ray run both: their suites and cassettes differ. The
+    # token counts are left out: under full load, once in five runs, a rejected submission the
+    # model wrote along the way decoded 6 tokens shorter from the same 1,278-token prompt on a
+    # fresh server (llama.cpp's greedy decoding is not bit-stable on a busy CPU), while the
+    # answers, citations, calls, signals and verdicts were the local run's
+    suite_columns = [*RUN_SPECIFIC, "suite", "suite_hash", "cassette_hash", *TOKEN_COUNTS]
     local = pd.concat(frames[:-1]).drop(columns=suite_columns)
     ray = frames[-1].drop(columns=suite_columns)
     key = ["task_id", "trial", "dimension"]

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-import psutil  # type: ignore[import-untyped]  # (installed with ipykernel; no stubs pinned)
+import psutil  # (installed with ipykernel; no stubs pinned)
 import pytest
 
 from wikiqa.cli import main

@@ -24,7 +24,7 @@ TIMED_OUT = (
 @pytest.mark.parametrize(
     ("error", "address", "said"),
     [
-        (Exception(TIMED_OUT), None, "a local Ray did not start or answer"),
+        (Exception(TIMED_OUT), None, "a local Ray did not start: "),
         (TimeoutError("Timed out after 60 seconds while waiting for node to startup."), None,
          "a local Ray did not start or answer"),
         (ConnectionError("ray client connection timeout"), "ray://127.0.0.1:1",
@@ -38,11 +38,19 @@ def test_a_ray_that_does_not_start_exits_3_in_one_line(
     def init(*args: object, **kwargs: object) -> None:
         raise error
 
+    from wikiqa.evals.running import ray_cluster
+    from wikiqa.retry import RetryPolicy
+
     for name, value in OWN_RAY_ENV.items():  # as exported before Ray was imported
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", init)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    slept: list[float] = []
+    stopped: list[int] = []
+    monkeypatch.setattr(ray_cluster, "CONNECT_RETRY",
+                        RetryPolicy(attempts=4, backoff=5.0, sleep=slept.append))  # fmt: skip
+    monkeypatch.setattr(ray_cluster, "_stop_lost_processes", lambda: stopped.append(1))
     executor = "ray" if address is None else address
     code = main(["eval", "--limit", "1", "--trials", "1", "--no-cache", "--executor", executor,
                  "--out", str(tmp_path)])  # fmt: skip
@@ -50,6 +58,34 @@ def test_a_ray_that_does_not_start_exits_3_in_one_line(
     assert code == 3
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert said in err and str(error) in err
+    # a node start that timed out is tried again, its lost processes stopped each time
+    timed_out = TIMED_OUT in str(error)
+    assert slept == ([5.0, 10.0, 20.0] if timed_out else [])
+    assert len(stopped) == (4 if timed_out else 0)
+    assert ("gave up after 4 attempts" in err) == timed_out
+
+
+def test_a_node_start_that_timed_out_leaves_no_process_behind() -> None:
+    """`ray.init` raises before it keeps the node's handle, so the GCS and raylet it started
+    outlive `ray.shutdown`: the retry stops this process's children that run Ray's code, and
+    nothing else."""
+    import subprocess
+    import sys
+
+    from wikiqa.evals.running import ray_cluster
+
+    home = str(Path(ray.__file__).parent)
+    nap = "import sys, time; time.sleep(120)"
+    lost = subprocess.Popen([sys.executable, "-c", nap, f"{home}/core/src/ray/raylet/raylet"])
+    other = subprocess.Popen([sys.executable, "-c", nap, "llama-server"])
+    try:
+        ray_cluster._stop_lost_processes()
+        assert lost.wait(timeout=15) is not None
+        assert other.poll() is None
+    finally:
+        for process in (lost, other):
+            process.kill()
+            process.wait()
 
 
 def test_a_ray_of_our_own_refuses_to_start_after_ray_was_imported_without_its_settings(

@@ -20,8 +20,11 @@ def cause(err: BaseException) -> str:
 
 
 _connected: list[str | None] = []
-# A Ray client's first connection: the head starts a server for it, which a busy head may fail
-# to start in time ("Starting Ray client server failed"); a few waits, then an ExecutorError.
+# What a busy machine makes Ray's start-up raise, each tried again (a few waits, then an
+# ExecutorError): a head too busy to start a Ray client's server in time; a node of our own
+# whose raylet did not register within the 30 s that Ray 2.60 allows (hard-coded in
+# ray/_private/node.py, no setting reaches it).
+BUSY = ("Starting Ray client server failed", "timed out during startup")
 CONNECT_RETRY = RetryPolicy(attempts=4, backoff=5.0, max_wait=30.0)
 
 
@@ -58,16 +61,21 @@ def _connect(address: str | None) -> None:
     def init() -> None:
         try:
             ray.init(address=address, **kwargs)
-        except (ConnectionError, RuntimeError) as err:
-            if "Starting Ray client server failed" in str(err):  # the head was too busy to
-                ray.shutdown()  # start this client's server: try again, from a clean state
-                raise Transient(str(err)) from err
-            raise
+        except Exception as err:
+            if not any(busy in str(err) for busy in BUSY):
+                raise
+            ray.shutdown()  # try again from a clean state
+            if address == "local":
+                _stop_lost_processes()
+            raise Transient(cause(err)) from err
 
     try:
         CONNECT_RETRY.call(init)
     except GaveUp as err:
-        raise ExecutorError(f"cannot reach Ray at {address}: {err}") from err
+        where = (
+            "a local Ray did not start" if address == "local" else f"cannot reach Ray at {address}"
+        )
+        raise ExecutorError(f"{where}: {err}") from err
     except (ConnectionError, RuntimeError, ValueError) as err:
         raise ExecutorError(f"cannot reach Ray at {address}: {err}") from err
     if address == "local" and (ip := ray.util.get_node_ip_address()) != "127.0.0.1":
@@ -78,3 +86,23 @@ def _connect(address: str | None) -> None:
             "fresh process)"
         )
     _connected.append(given)
+
+
+def _stop_lost_processes() -> None:
+    """Stop the Ray processes this process started and Ray lost hold of: a node start that timed
+    out raises before `ray.init` keeps the node's handle, so `ray.shutdown` leaves its GCS and
+    raylet running (until this process exits), and a second start would compete with them."""
+    import psutil  # shipped with Ray (ray/thirdparty_files, on the path once Ray is imported)
+
+    home = os.path.dirname(ray.__file__)
+    lost = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if any(home in part for part in child.cmdline()):
+                lost.append(child)
+        except psutil.Error:  # gone already, or not ours to read
+            continue
+    for child in lost:
+        child.terminate()
+    for child in psutil.wait_procs(lost, timeout=10)[1]:
+        child.kill()
