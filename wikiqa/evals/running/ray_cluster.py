@@ -21,10 +21,11 @@ def cause(err: BaseException) -> str:
 
 _connected: list[str | None] = []
 # What a busy machine makes Ray's start-up raise, each tried again (a few waits, then an
-# ExecutorError): a head too busy to start a Ray client's server in time; a node of our own
-# whose raylet did not register within the 30 s that Ray 2.60 allows (hard-coded in
-# ray/_private/node.py, no setting reaches it).
-BUSY = ("Starting Ray client server failed", "timed out during startup")
+# ExecutorError): the head failing to set up a Ray client's own server ("Initialization failure
+# from server": too busy to start it in time, or the server it forked died at once, which gRPC's
+# fork handling can do under load); a node of our own whose raylet did not register within the
+# 30 s that Ray 2.60 allows (hard-coded in ray/_private/node.py, no setting reaches it).
+BUSY = ("Initialization failure from server", "timed out during startup")
 CONNECT_RETRY = RetryPolicy(attempts=4, backoff=5.0, max_wait=30.0)
 
 
