@@ -222,14 +222,17 @@ def test_a_replayed_cassette_reaches_the_workers_through_the_object_store(
 ) -> None:
     """The cassette is named by a path relative to the driver's folder, which the nodes (started
     from another folder) cannot resolve: the replay runs on both nodes all the same, with the
-    recorded run's verdicts, because the driver ships what it read."""
-    recorded = local_run(tmp_path, limit=6, trials=1, cache=False, experiment="rec")
+    recorded run's verdicts, because the driver ships what it read. Each model call waits 0.2 s
+    (each node has one CPU): a trial that took milliseconds could all be done by the first node
+    before the second node's worker was up, as happened once under full load."""
+    slow = "extractive:delay=0.2"
+    recorded = local_run(tmp_path, limit=6, trials=1, model=slow, cache=False, experiment="rec")
     driver = tmp_path / "driver"
     driver.mkdir()
     cassette = next((tmp_path / "local" / "runs").glob("*.cassette.jsonl.gz"))
     (driver / "replay.cassette.jsonl.gz").write_bytes(cassette.read_bytes())
     assert not (ROOT / "replay.cassette.jsonl.gz").exists()  # where the nodes would look
-    args = ["--limit", "6", "--trials", "1", "--no-cache", "--concurrency", "2",
+    args = ["--limit", "6", "--trials", "1", "--model", slow, "--no-cache", "--concurrency", "2",
             "--source", "cassette:replay.cassette.jsonl.gz", "--executor", cluster.client,
             "--out", str(tmp_path / "ray"), "--experiment", "rec"]  # fmt: skip
     done = eval_cli(cluster, *args, env={"WIKIQA_ROOT": str(ROOT)}, cwd=driver)
