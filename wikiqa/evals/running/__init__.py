@@ -4,7 +4,8 @@
 across machines: `ray_executor` places trials, `ray_cluster` joins or starts the cluster,
 `served` local-model servers), `records` (the plain shapes of a run: config, metadata, one
 trial's record), `runlog` (the one record of a run), `scoring` (grading it), `locks`, `cache`
-(model responses), `frame` (the long results table). It summarises what it ran (`analysis`), and never renders or records it (`climb`).
+(model responses), `frame` (the long results table). It summarises what it ran (`analysis`),
+and never renders or records it (`climb`).
 """
 
 from wikiqa.evals.running.cache import CachingModel, ResponseCache

@@ -43,7 +43,8 @@ class LocalExecutor:
 
 
 # Ray's start-up deadlines, raised: on a busy machine a node's agents take longer than Ray's
-# defaults (30 s) to import and register, and the node is then declared failed.
+# defaults (30 s) to import and register, and the node is then declared failed. (The driver's
+# own 30 s wait for its node is fixed in Ray 2.60: `ray_cluster` starts again when it runs out.)
 SLOW_START = {"RAY_agent_register_timeout_ms": "300000", "RAY_raylet_start_wait_time_s": "300"}
 # What a Ray of our own (`--executor ray`, no RAY_ADDRESS) runs with, set before Ray is imported
 # (Ray reads these once, at import; a value the user exported wins): a single-node Ray whose

@@ -39,8 +39,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from wikiqa.config import Settings
 from wikiqa.evals.running.cache import ResponseCache, cache_path
 from wikiqa.evals.running.execution import ExecutorError, Todo, TrialRunner, lost_trial
-from wikiqa.evals.running.ray_cluster import cause as _cause
-from wikiqa.evals.running.ray_cluster import connect
+from wikiqa.evals.running.ray_cluster import cause, connect
 from wikiqa.evals.running.records import RunConfig, TrialRecord
 from wikiqa.evals.running.served import ServedModel, is_served, stop_all
 from wikiqa.evals.tasks.task import Task
@@ -329,7 +328,7 @@ class RayExecutor:
         except ray.exceptions.RayError as err:
             for h in hosts:
                 ray.kill(h)
-            raise ExecutorError(f"a trial host would not start: {_cause(err)}") from None
+            raise ExecutorError(f"a trial host would not start: {cause(err)}") from None
         return hosts
 
 
@@ -340,5 +339,5 @@ def _result(ref: Any, task: Task, trial: int) -> Finished:
     except ray.exceptions.RayTaskError:
         raise  # the trial's own code raised: a bug, as under the local executor
     except ray.exceptions.RayError as err:
-        return Finished(lost_trial(task, trial, _cause(err)), 0, 0, 0, [])
+        return Finished(lost_trial(task, trial, cause(err)), 0, 0, 0, [])
     return done
