@@ -191,6 +191,19 @@ def test_ask_rejects_bad_model_specs(capsys: pytest.CaptureFixture[str]) -> None
     assert code == 1 and "unknown model spec 'nope'" in err
 
 
+def test_ask_and_serve_take_the_local_specs_eval_takes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # a local spec is served for the command, as for `eval`: a missing model file is one line
+    # before any question is asked or any port is bound
+    missing = tmp_path / "absent.gguf"
+    monkeypatch.setenv("WIKIQA_API_TOKEN", "a-token-for-this-test")
+    for command in (["ask", "x"], ["serve", "--port", "9"]):  # refused before binding
+        code, out, err = run(capsys, *command, "--model", f"local:{missing}")
+        assert (code, out) == (1, "")
+        assert err.strip() == f"wikiqa: error: {missing}: no such model file"
+
+
 def test_ask_exits_3_on_an_infrastructure_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -16,6 +16,7 @@ from wikiqa.cli.common import (
     CliError,
     add_agent_flags,
     agent_config,
+    answering_model,
     positive_int,
     wiki_source,
 )
@@ -44,15 +45,11 @@ def _print_result(result: AgentResult) -> None:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     from wikiqa.agent import Agent
-    from wikiqa.registry import open_model
 
     if not args.question.strip():
         raise CliError("the question is empty")  # bad input: exit 1, as documented
 
-    try:
-        model = open_model(args.model or Settings().model)
-    except ValueError as err:
-        raise CliError(str(err)) from err
+    model = answering_model(args.model or Settings().model)
     source = wiki_source(args.source or Settings().source)
 
     def stream(event: TraceEvent) -> None:
@@ -75,16 +72,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from wikiqa.api.connections import guarded_protocol
     from wikiqa.api.shield import check_token
     from wikiqa.config import reveal
-    from wikiqa.registry import open_model
 
     settings = Settings()
     if args.rate_limit is not None:
         settings = settings.model_copy(update={"rate_limit": args.rate_limit})
     try:
         token = check_token(reveal(settings.api_token))  # an empty token is fatal, not "no auth"
-        model = open_model(args.model or settings.model)
     except ValueError as err:
         raise CliError(str(err)) from err
+    model = answering_model(args.model or settings.model)
     source = wiki_source(args.source or settings.source)
     app = create_app(model, source, settings, agent_config(args))
     # Timeouts: first byte 5 s and request headers 10 s, then the per-client and total caps on

@@ -17,6 +17,7 @@ from wikiqa.sources import SnapshotError, WikiSource
 if TYPE_CHECKING:
     from wikiqa.evals.labels.validation import LabelledExample
     from wikiqa.evals.tasks.task import Task
+    from wikiqa.models import Model
 
 EXIT_NOT_FOUND = 1
 EXIT_UNAVAILABLE = 3
@@ -31,7 +32,10 @@ SOURCE_HELP = (
     "snapshot (default, offline), live, live:<host>, cassette:<run id or path> (replay a run's "
     "cassette), or a snapshot file path"
 )
-MODEL_HELP = "extractive (default, offline), anthropic:<model>, openai:<model>@<url>"
+MODEL_HELP = (
+    "extractive (default, offline), anthropic:<model>, openai:<model>@<url>, local (SmolLM2 "
+    "served on loopback for the command), local:qwen, local:qwen-0.5b or local:<gguf>"
+)
 
 
 class CliError(Exception):
@@ -40,6 +44,22 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = EXIT_NOT_FOUND) -> None:
         super().__init__(message)
         self.code = code
+
+
+def answering_model(spec: str) -> Model:
+    """The model `ask` and `serve` answer with, opened as `eval` opens it: a local-model spec's
+    server is started now (and stops when this process does), so a missing model file or
+    llama.cpp is one line here, not an error on the first question."""
+    from wikiqa.evals.running.served import ServedModel, open_run_model
+    from wikiqa.models.local import LocalModelError
+
+    try:
+        model = open_run_model(spec)
+        if isinstance(model, ServedModel):
+            model.start()
+    except (ValueError, LocalModelError) as err:
+        raise CliError(str(err)) from err
+    return model
 
 
 def add_agent_flags(parser: argparse.ArgumentParser) -> None:

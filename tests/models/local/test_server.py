@@ -18,6 +18,7 @@ import pytest
 
 from wikiqa.evals import RunConfig, run_eval
 from wikiqa.models import local as local_model
+from wikiqa.models.local.serving import PARENT_ENV
 
 pytestmark = pytest.mark.local
 
@@ -46,6 +47,32 @@ def test_ask_through_the_local_server(served: str, session_home: Path) -> None:
     if result["output"]["kind"] == "answer":  # grounded by construction, or it would be a refusal
         fetched = {r["title"]: r["text"] for r in result["retrieved"]}
         assert all(c["title"] in fetched for c in result["output"]["citations"])
+
+
+def _children_of(pid: int) -> list[int]:
+    """The local-model servers started for process `pid`, alive now (they carry its pid)."""
+    mark = f"{PARENT_ENV}={pid}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and mark in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:  # gone, or not ours
+            continue
+    return found
+
+
+def test_ask_serves_a_local_spec_for_the_command_and_stops_it(session_home: Path) -> None:
+    env = os.environ | {"WIKIQA_HOME": str(session_home)}
+    command = [sys.executable, "-m", "wikiqa.cli", "ask", "Who developed FLOW-MATIC?", "--model", "local", "--read-first", "1", "--json"]  # fmt: skip
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as ask:
+        out, err = ask.communicate(timeout=600)
+    assert ask.returncode == 0, err.decode()
+    result = json.loads(out)
+    # recorded as the canonical spec a run records, whatever port served it
+    assert result["model"].startswith("openai:") and "@http://127.0.0.1:8080/v1" in result["model"]
+    assert result["usage"]["model_calls"] > 0 and not result["infrastructure_error"]
+    assert _children_of(ask.pid) == []  # its server ended with it
 
 
 def test_a_small_eval_records_every_verdict(served: str, tmp_path: Path) -> None:
