@@ -225,6 +225,24 @@ def test_a_recorded_step_prints_its_delta_keeps_progress_and_kernel_noise_out_an
 
 
 @pytest.mark.slow
+def test_a_step_runs_its_own_agent_on_the_held_out_split_once(tmp_path: Path) -> None:
+    env = os.environ | {"WIKIQA_RESULTS": str(tmp_path)}
+    small = ["-p", "TRIALS", "1", "-p", "LIMIT", "3", "-p", "ABSTAIN_BELOW", "0.2"]
+    first = _run(["experiment", "run", str(STEP), *small, "--holdout"], env)
+    assert first.returncode == 0, first.stderr
+    rows = [json.loads(line) for line in (tmp_path / "changelog.jsonl").read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["holdout"] is True and rows[0]["suite"] == "holdout"
+    # the step's own declaration went to the held-out run: its name and its levers
+    assert rows[0]["experiment"] == "08_injection_defences" and rows[0]["trials"] == 1
+    assert rows[0]["change"].endswith("(-p TRIALS=1, LIMIT=3, ABSTAIN_BELOW=0.2)")
+    again = _run(["experiment", "run", str(STEP), *small, "--holdout"], env)
+    assert again.returncode == 1 and "was already run" in again.stderr
+    assert len((tmp_path / "changelog.jsonl").read_text().splitlines()) == 1
+    hillclimb = _run(["experiment", "run", "notebooks/hillclimb.ipynb", "--holdout"], env)
+    assert hillclimb.returncode == 1 and "this is not a step" in hillclimb.stderr
+
+
+@pytest.mark.slow
 def test_ctrl_c_names_the_run_and_its_resume_command_and_leaves_no_stray_files(
     tmp_path: Path,
 ) -> None:

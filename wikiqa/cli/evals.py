@@ -213,11 +213,15 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--holdout", action="store_true", help="run the held-out suite (once, at the end)"
     )
-    p.add_argument("--allow-holdout-rerun", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--allow-holdout-rerun",
+        action="store_true",
+        help="run a held-out split already run (another agent's one look); recorded as a holdout row",
+    )
     p.add_argument("--trials", type=positive_int, default=None, help="trials per task (default 3)")
     p.add_argument(
         "--model",
-        help=MODEL_HELP + ", local (start SmolLM2), local:qwen, local:qwen-0.5b or local:<gguf>",
+        help=MODEL_HELP,
     )
     p.add_argument("--judge", help="judge model spec (default: offline graders only)")
     p.add_argument("--allow-self-judge", action="store_true", help="let the answerer's model judge")

@@ -50,7 +50,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     if len(given) > 1:
         raise CliError("give one -p OUT (or --out) per invocation", EXIT_USAGE)
     out = args.out or (Path(given.pop()) if given else None)
-    out = out or (results_dir() if args.record else scratch_dir())
+    out = out or (results_dir() if args.record or args.holdout else scratch_dir())
     # relative to the repository when inside it: executed notebooks show no machine's paths
     chosen = {"OUT": _shown(out)}
     for notebook in notebooks:
@@ -68,14 +68,19 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         # a step writes where this command chose; a notebook that reads runs (hillclimb,
         # failures) reads the committed climb unless given -p OUT
         step = "RECORD" in takes
+        if args.holdout and not step:
+            raise CliError(
+                f"{notebook}: --holdout runs a step notebook's agent; this is not a step"
+            )
         where = chosen if step or given or args.out else {}
-        points = [({"RECORD": True} if step else {}) | r | where for r in runs]
+        recording = ({"RECORD": True} if step else {}) | ({"HOLDOUT": True} if args.holdout else {})
+        points = [recording | r | where for r in runs]
         varied = [k for k in runs[0] if len({str(r.get(k)) for r in runs}) > 1]
         grid_rows = []
         for parameters in points:
             before = len(_rows(out))
             started = time.time()
-            shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD"}}
+            shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD", "HOLDOUT"}}
             label = " ".join(f"{k}={v!r}" for k, v in shown.items()) or "default parameters"
             echo(f"== {Path(notebook).name} ({label})", flush=True)
             try:
@@ -120,7 +125,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         if len(points) > 1 and grid_rows:
             echo(f"== the grid of {Path(notebook).name}, one row per point (95% intervals)")
             echo(_grid_table(grid_rows))
-        if step and not args.record and args.out is None and not given:
+        if step and not (args.record or args.holdout) and args.out is None and not given:
             echo(
                 f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)"
             )
@@ -162,9 +167,10 @@ def _interrupted(
         echo(f"wikiqa: interrupted: run {run_id} had logged no trial; nothing kept",
              file=sys.stderr)  # fmt: skip
         return EXIT_INTERRUPTED
-    given = [a for k, v in parameters.items() if k not in {"OUT", "RECORD", "RESUME"}
+    given = [a for k, v in parameters.items() if k not in {"OUT", "RECORD", "HOLDOUT", "RESUME"}
              for a in ("-p", k, v if isinstance(v, str) else json.dumps(v))]  # fmt: skip
-    where = ["--record"] if args.record else (["--out", _shown(out)] if args.out else [])
+    where = ["--holdout"] if args.holdout else ["--record"] if args.record else []
+    where += ["--out", _shown(out)] if args.out else []
     command = shlex.join(["wikiqa", "experiment", "run", str(notebook), *where, *given,
                           "-p", "RESUME", run_id])  # fmt: skip
     echo(
@@ -296,6 +302,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="write into the committed climb (results/); without it runs are exploratory and go "
         "to results/scratch/ (git-ignored)",
+    )
+    exp_run.add_argument(
+        "--holdout",
+        action="store_true",
+        help="run each step's agent on its suite's held-out split, recorded in results/ (once, "
+        "at the end: a second run of a split is refused)",
     )
     exp_run.add_argument(
         "--out", type=Path, help="results directory (default: results/scratch/, or results/)"

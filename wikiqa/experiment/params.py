@@ -41,7 +41,16 @@ class StepParameters(BaseModel):
         description="snapshot (offline) | live | live:<host> | cassette:<run id or path> (replay "
         "a run's cassette) | a snapshot file path",
     )
-    SUITE: str = Field("dev", description="dev | public | a task file path (never a holdout)")
+    SUITE: str = Field(
+        "dev",
+        description="dev | public | public2 | another suite in experiments/suite/ by name | a "
+        "task file path (never a held-out split: HOLDOUT runs that)",
+    )
+    HOLDOUT: bool = Field(
+        False,
+        description="False: the suite | True: the suite's held-out split, run once at the end "
+        "with this step's agent, and recorded (`wikiqa experiment run STEP --holdout`)",
+    )
     TRIALS: int = Field(3, ge=1, le=100, description="trials per task, majority vote: 1..100")
     CONCURRENCY: int = Field(8, ge=1, le=256, description="worker threads: 1..256")
     EXECUTOR: str = Field(

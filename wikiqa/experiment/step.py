@@ -36,18 +36,21 @@ def step(namespace: Mapping[str, Any]) -> RunOutcome:
     if overrides:
         p = p.model_copy(update={"CHANGE": with_overrides(p.CHANGE, overrides, namespace)})
     name = step_name_of(namespace)
-    if p.RECORD and name is None:
+    if (p.RECORD or p.HOLDOUT) and name is None:
         raise ParameterError(
-            "RECORD = True: this kernel does not know its notebook's file name, which names the "
-            "step in the change log; record with `wikiqa experiment run NOTEBOOK --record`"
+            f"{'RECORD' if p.RECORD else 'HOLDOUT'} = True: this kernel does not know its "
+            "notebook's file name, which names the step in the change log; record with "
+            "`wikiqa experiment run NOTEBOOK --record` (or `--holdout`)"
         )
     model = p.MODEL
     given = resolve_out(p.OUT)
-    out = given if given is not None else (results_dir() if p.RECORD else scratch_dir())
+    # a held-out run is always recorded: its row is what makes the next one refused
+    recorded = p.RECORD or p.HOLDOUT
+    out = given if given is not None else (results_dir() if recorded else scratch_dir())
     _show_parameters(p, name, model, out)
     with _model_settings(p), _served(model, p.EXECUTOR) as spec:
         config = _config(p, name or "unnamed-step", spec, out)
-        policy: Policy = "record" if p.RECORD else "explore"
+        policy: Policy = "record" if recorded else "explore"
         outcome, row = evaluate(
             config, policy, p.RESUME, against=p.VS, progress=False,
             notify=_tell_terminal if overrides or os.environ.get(STEP_ENV) else _tell,
@@ -59,7 +62,10 @@ def step(namespace: Mapping[str, Any]) -> RunOutcome:
 # What papermill writes at the top of the cell it injects after the `parameters` cell.
 INJECTED = "# Parameters\n"
 # Parameters that say where and how a run goes, not what it measures: left out of its change text.
-BOOKKEEPING = {"OUT", "RECORD", "CHANGE", "KIND", "VS", "RESUME", "CONCURRENCY", "EXECUTOR"}
+# (HOLDOUT is the row's own column and its suite's name.)
+BOOKKEEPING = {
+    "OUT", "RECORD", "HOLDOUT", "CHANGE", "KIND", "VS", "RESUME", "CONCURRENCY", "EXECUTOR",
+}  # fmt: skip
 
 
 def injected(namespace: Mapping[str, Any]) -> list[str]:
@@ -135,7 +141,7 @@ def _config(p: StepParameters, name: str, model: str, out: Path) -> RunConfig:
     try:
         return RunConfig(
             experiment=name, model=model, judge=p.JUDGE, source=p.SOURCE, suite=p.SUITE,
-            trials=p.TRIALS, concurrency=p.CONCURRENCY, limit=p.LIMIT, change=p.CHANGE,
+            holdout=p.HOLDOUT, trials=p.TRIALS, concurrency=p.CONCURRENCY, limit=p.LIMIT, change=p.CHANGE,
             kind=p.KIND, agent=p.agent(), out=out, executor=p.EXECUTOR,
         )  # fmt: skip
     except ValueError as err:
@@ -177,7 +183,10 @@ def _served(model: str, executor: str = "local") -> Iterator[str]:
 
 def _show_parameters(p: StepParameters, name: str | None, model: str, out: Path) -> None:
     shown = p.model_dump(exclude_defaults=True) | {"MODEL": model}
-    where = "recorded" if p.RECORD else "exploratory (not recorded)"
+    where = (
+        "the held-out split, recorded" if p.HOLDOUT
+        else "recorded" if p.RECORD else "exploratory (not recorded)"
+    )  # fmt: skip
     echo(
         f"step {name or '(unnamed: the kernel does not know its file)'}: {where}, into {_short(out)}"
     )
