@@ -27,6 +27,9 @@ from wikiqa.registry import open_model
 _lock = threading.Lock()
 # gguf path ("" for the shipped default) -> (server process, the spec that reaches it)
 _servers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+# gguf path -> the lock a call to its server holds: llama.cpp's server answers one call at a
+# time, so callers wait their turn here, not inside a request whose timeout is running
+_turns: dict[str, threading.Lock] = {}
 
 
 def is_served(spec: str) -> bool:
@@ -110,6 +113,10 @@ class ServedModel:
 
     def start(self) -> Model:
         """This process's server for the model (started now if it is not yet running)."""
+        return self._started()[0]
+
+    def _started(self) -> tuple[Model, threading.Lock]:
+        """The model on this process's server, and the lock its calls take turns by."""
         gguf = _gguf(self.given)
         key = str(gguf or "")
         with _lock:
@@ -127,7 +134,7 @@ class ServedModel:
                     actual,
                     open_model(join_options(actual, self.given.partition(";")[2])),
                 )
-            return self._model[1]
+            return self._model[1], _turns.setdefault(key, threading.Lock())
 
     def __call__(
         self,
@@ -136,7 +143,12 @@ class ServedModel:
         tools: Sequence[ToolSpec],
         options: CallOptions | None = None,
     ) -> ModelTurn:
-        return self.start()(system, messages, tools, options)
+        """One call, once no other thread of this process is calling the same server (the
+        threads of `wikiqa serve`, a regrade's judge): each call's timeout then covers its own
+        answer, never a queue inside the server."""
+        model, turn = self._started()
+        with turn:
+            return model(system, messages, tools, options)
 
 
 def stop_all() -> None:
