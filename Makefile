@@ -129,7 +129,7 @@ dense: $(DENSE_STAMP)
 
 # Trials on Ray (`--executor ray`): installs the `ray` and `local` extras, then runs the tests
 # marked `ray`: a two-node cluster started on loopback with `ray start`, and Rays of the
-# executor's own, SmolLM2 served on them (7 to 14 minutes measured here, beside a model run).
+# executor's own, SmolLM2 served on them (7 to 18 minutes on 2 cores beside a model run).
 RAY_STAMP := $(VENV)/.installed-ray
 
 $(RAY_STAMP): $(STAMP) requirements-ray.lock
