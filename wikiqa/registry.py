@@ -55,6 +55,13 @@ def model_levers(spec: str) -> tuple[str, str]:
     return (rest if kind == "anthropic" and rest else spec), ""
 
 
+def is_served(spec: str) -> bool:
+    """`local` or `local:<gguf>` (with `;options` after either): a local model whose server the
+    command starts (`wikiqa.evals.running.served`), not a spec `open_model` opens."""
+    base = spec.partition(";")[0]
+    return base == "local" or (base.startswith("local:") and len(base) > len("local:"))
+
+
 def open_model(spec: str = "extractive") -> Model:
     """Build a model from its spec string (imports each provider's SDK only when asked)."""
     kind, _, rest = spec.partition(":")

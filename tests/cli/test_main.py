@@ -204,6 +204,18 @@ def test_ask_and_serve_take_the_local_specs_eval_takes(
         assert err.strip() == f"wikiqa: error: {missing}: no such model file"
 
 
+@pytest.mark.slow
+def test_ask_of_a_model_not_served_never_imports_the_run_machinery() -> None:
+    # `wikiqa ask` starts in half a second; the running package (and pandas) would double it
+    code = (
+        "import sys; from wikiqa.cli import main; main(['ask', 'Who developed FLOW-MATIC?']); "
+        "print(sorted({'pandas', 'wikiqa.evals.running'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=120)  # fmt: skip
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
 def test_ask_exits_3_on_an_infrastructure_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -50,13 +50,20 @@ def answering_model(spec: str) -> Model:
     """The model `ask` and `serve` answer with, opened as `eval` opens it: a local-model spec's
     server is started now (and stops when this process does), so a missing model file or
     llama.cpp is one line here, not an error on the first question."""
-    from wikiqa.evals.running.served import ServedModel, open_run_model
+    from wikiqa.registry import is_served, open_model
+
+    if not is_served(spec):
+        try:
+            return open_model(spec)
+        except ValueError as err:
+            raise CliError(str(err)) from err
+    # only now: the running package imports pandas, which an `ask` of any other model skips
+    from wikiqa.evals.running.served import ServedModel
     from wikiqa.models.local import LocalModelError
 
     try:
-        model = open_run_model(spec)
-        if isinstance(model, ServedModel):
-            model.start()
+        model = ServedModel(spec)
+        model.start()
     except (ValueError, LocalModelError) as err:
         raise CliError(str(err)) from err
     return model

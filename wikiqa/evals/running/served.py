@@ -22,6 +22,7 @@ from wikiqa.evals.running.cache import output_cap
 from wikiqa.models import CallOptions, Message, Model, ModelTurn, ToolSpec
 from wikiqa.models import local as local_model
 from wikiqa.models.local import MODELS
+from wikiqa.registry import is_served as is_served  # where every spec kind is named
 from wikiqa.registry import open_model
 
 _lock = threading.Lock()
@@ -30,13 +31,6 @@ _servers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
 # gguf path -> the lock a call to its server holds: llama.cpp's server answers one call at a
 # time, so callers wait their turn here, not inside a request whose timeout is running
 _turns: dict[str, threading.Lock] = {}
-
-
-def is_served(spec: str) -> bool:
-    """`local` or `local:<gguf>` (with `;options` after either): a model this run starts a
-    server for."""
-    base = spec.partition(";")[0]
-    return base == "local" or (base.startswith("local:") and len(base) > len("local:"))
 
 
 def join_options(spec: str, options: str) -> str:
