@@ -35,10 +35,12 @@ def trial_keys(path: Path) -> list[tuple[str, int]]:
 
 
 def rechained(text: str, edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> str:
-    """A log's text with `edit` applied to its line bodies and every chain recomputed."""
+    """A log's text with `edit` applied to its line bodies and every chain recomputed (the
+    seals dropped: without the key they cannot be recomputed)."""
     bodies = [json.loads(line) for line in text.splitlines()]
     for body in bodies:
         body.pop("chain")
+        body.pop("seal", None)
     chain, lines = FORMAT, []
     for body in edit(bodies):
         line = _canonical(body)

@@ -93,10 +93,13 @@ def write_atomic(path: Path, data: bytes, root: Path, mode: int = 0o644) -> Path
     return target
 
 
-def append_line(path: Path, line: bytes, root: Path, mode: int = 0o644) -> None:
-    """Append one line (ending in a newline) to `path` under `root`, in one write. A write that
-    cannot complete (a full disk) cuts the file back to its old length and raises."""
-    if not line.endswith(b"\n"):
+def append_line(
+    path: Path, line: bytes, root: Path, mode: int = 0o644, newline: bool = True
+) -> None:
+    """Append one line (ending in a newline, unless `newline` is False: a gzip member holding
+    one) to `path` under `root`, in one write. A write that cannot complete (a full disk) cuts
+    the file back to its old length and raises."""
+    if newline and not line.endswith(b"\n"):
         raise ValueError("append_line writes whole lines")
     target = inside(path, root)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -121,10 +121,15 @@ def test_a_row_after_a_suite_change_says_why_it_has_no_delta(tmp_path: Path) -> 
     config = RunConfig(suite=str(suite), trials=1, out=tmp_path / "r", experiment="08_x")
     evaluate(config, "record", progress=False)
     suite.write_text("\n".join(lines[:4]) + "\n")  # the suite changed under the climb
-    _, row = evaluate(config.model_copy(update={"experiment": "09_y"}), "record", progress=False)
+    step = config.model_copy(update={"experiment": "09_y"})
+    _, row = evaluate(step, "record", against="08_x", progress=False)
     assert row is not None and row.delta is None
-    assert row.delta_note is not None and "08_x" in row.delta_note and "re-anchor" in row.delta_note
-    assert "re-anchor" in (tmp_path / "r" / "CHANGELOG.md").read_text()
+    command = f"wikiqa experiment run experiments/08_x.ipynb --record -p SUITE {suite}"
+    assert row.delta_note == (
+        f"08_x has no row of this {suite} version to pair with: record it first ({command}), "
+        "or run this step with --anchor"
+    )
+    assert command in (tmp_path / "r" / "CHANGELOG.md").read_text()
 
 
 def test_a_step_cut_off_resumes_with_resume_and_runs_only_what_is_missing(

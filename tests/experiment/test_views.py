@@ -27,7 +27,8 @@ def test_the_climb_keeps_the_order_runs_were_recorded_and_pairs_the_newest(
     frame = climb(tmp_path)
     assert list(frame["suite"]) == ["dev", "public", "dev", "public"]
     assert list(frame["run_id"]) == ["r0", "r1", "r2", "r3"] and list(frame["row"]) == [1, 2, 3, 4]
-    assert latest_pair(tmp_path) == ("r1", "r3")
+    # the newest row has no Δ: "did it help?" names no base rather than another row
+    assert latest_pair(tmp_path) == (None, "r3")
     assert list(frame["tasks_low"].round(2))[:1] == [0.0] and frame["Δ tasks [95% CI]"][0] == "-"
     assert frame["tasks"].iloc[0] == "0/9 [0.00, 0.30]"
 

@@ -6,6 +6,8 @@ steps in experiments/): papermill stops on a cell's error, as nbval does."""
 
 from __future__ import annotations
 
+import gzip
+
 import re
 from pathlib import Path
 
@@ -88,8 +90,12 @@ def test_no_committed_notebook_or_result_shows_a_machine_path() -> None:
         # (results/reports/qwen-climb.md): machine state, not a result
         if name.startswith("results/journals/"):
             continue
-        if name.endswith((".ipynb", ".md", ".json", ".jsonl")):
-            found = ABSOLUTE.findall((ROOT / name).read_text(encoding="utf-8", errors="replace"))
+        if not (ROOT / name).exists():
+            continue  # removed in the working tree, not yet committed
+        if name.endswith((".ipynb", ".md", ".json", ".jsonl", ".log.jsonl.gz")):
+            data = (ROOT / name).read_bytes()
+            data = gzip.decompress(data) if name.endswith(".gz") else data
+            found = ABSOLUTE.findall(data.decode("utf-8", errors="replace"))
             if found:
                 leaks[name] = found[:2]
     assert not leaks, leaks

@@ -20,6 +20,7 @@ from wikiqa.terminal import echo
 def cmd_compare(args: argparse.Namespace) -> int:
     from wikiqa.evals.analysis.compare import DifferentSuites, compare, render
     from wikiqa.experiment import load_run, with_drift
+    from wikiqa.experiment.runs import record_note
 
     frames = []
     for run in (args.run_a, args.run_b):
@@ -32,7 +33,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except DifferentSuites as err:
         raise CliError(str(err), EXIT_USAGE) from err
     result = with_drift(result, args.run_a, args.run_b, (frames[0], frames[1]), args.out)
-    echo(result.model_dump_json(indent=2) if args.json else render(result))
+    records = {"A": record_note(frames[0]), "B": record_note(frames[1])}
+    if args.json:
+        echo(json.dumps(result.model_dump(mode="json") | {"records": records}, indent=2))
+    else:
+        echo(render(result))
+        echo(f"records: A {records['A']}; B {records['B']}")
     return 0
 
 

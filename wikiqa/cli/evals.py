@@ -1,5 +1,5 @@
-"""`wikiqa eval`, `wikiqa check` and `wikiqa regrade`: run the eval suite, gate a run against the
-baseline, and grade a journaled run's answers again with today's graders.
+"""`wikiqa eval`, `wikiqa check` and `wikiqa convert-journal`: run the eval suite, gate a run
+against the baseline, and turn a run recorded before run logs into one.
 
 Both share the run options (suite, trials, model, judge, ...) that build a `RunConfig`; the
 evals package is imported inside the handlers so the other commands start without it.
@@ -69,48 +69,46 @@ def _tell(message: str) -> None:
 
 
 def _resumed(config: Any, resume: str) -> Any:
-    """The configuration that resumes run `resume`: what it measured (suite, trials, limit,
-    levers not given now) from its log, where it runs from the command line, and its model,
-    judge and source from the command line too: a log never names where a request (and the key
-    on it) goes. The runner refuses any difference from the log, naming it."""
+    """The configuration that resumes run `resume`: the command line's, whole, run where the
+    log lies (the folder given, the climb or the scratch area). Nothing is taken from the log's
+    header: the runner compares it with this configuration and refuses any difference, naming
+    the flags that would match."""
     from wikiqa.evals import results_dir, scratch_dir
-    from wikiqa.evals.running.runlog import RunLog, RunLogError, log_path
+    from wikiqa.evals.running.runlog import existing_log
     from wikiqa.outputs import check_run_id
 
     try:
         check_run_id(resume)
     except ValueError as err:
         raise CliError(str(err), EXIT_USAGE) from None
-    # a run is resumed where it was written: the folder given, the climb or the scratch area
     places = [config.out, results_dir(), scratch_dir()]
-    out = next((o for o in places if log_path(o, resume).exists()), None)
+    out = next((o for o in places if existing_log(o, resume) is not None), None)
     if out is None:
         raise CliError(f"no run {resume!r} under {config.out / 'runs'}")
-    try:
-        logged = RunLog.load(out, resume).meta.config
-    except RunLogError as err:
-        raise CliError(str(err)) from None
-    measured = ("suite", "holdout", "trials", "limit", "experiment", "change", "kind")
-    return config.model_copy(
-        update={name: getattr(logged, name) for name in measured}
-        | {"out": out, "agent": logged.agent.model_copy(update=config.agent.changed())}
-    )
+    return config.model_copy(update={"out": out})
 
 
 def _evaluate(
-    config: Any, resume: str | None, progress: bool, policy: Any = "explore"
+    config: Any,
+    resume: str | None,
+    progress: bool,
+    policy: Any = "explore",
+    foreign: str | None = None,
 ) -> tuple[Any, Any]:
     """Run (or resume) and record by `policy`: (the outcome, its change-log row or None); the
     row, if any, is `climb`'s call."""
     from wikiqa.evals import ExecutorError, HoldoutRefused, SelfJudging, TaskError, evaluate
+    from wikiqa.evals.climb.record import ForeignRecord
     from wikiqa.evals.running.locks import Busy
     from wikiqa.evals.running.runlog import RunLogError
 
     try:
         if resume:
             config = _resumed(config, resume)
-        return evaluate(config, policy, resume, progress=progress, notify=_tell)
-    except (TaskError, HoldoutRefused, SelfJudging, SnapshotError, RunLogError, Busy) as err:
+        return evaluate(config, policy, resume, foreign=foreign, progress=progress, notify=_tell)
+    except (
+        TaskError, HoldoutRefused, SelfJudging, SnapshotError, RunLogError, Busy, ForeignRecord
+    ) as err:  # fmt: skip
         raise CliError(str(err)) from err
     except ExecutorError as err:  # Ray missing, or the cluster unreachable
         raise CliError(str(err), EXIT_UNAVAILABLE) from err
@@ -126,7 +124,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     row = None
     try:
         outcome, row = _evaluate(
-            config, args.resume, progress, "record" if args.record else "explore"
+            config, args.resume, progress, "record" if args.record else "explore", args.foreign
         )
     except InfrastructureFailure as err:  # nothing to record; the run is reported below
         outcome = err.outcome
@@ -250,80 +248,6 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def cmd_regrade(args: argparse.Namespace) -> int:
-    from wikiqa.evals import record, render, results_dir
-    from wikiqa.evals.climb import delta_text
-    from wikiqa.evals.running import regrade as regrading
-    from wikiqa.outputs import check_run_id
-
-    out = args.out or results_dir()
-    judge = _judge_for(args.judge) if args.judge else None
-    if args.all:
-        runs = regrading.logged_runs(out)
-        if not runs:
-            raise CliError(f"no run logs under {out / 'runs'}")
-    elif args.run is None:
-        raise CliError("name a run to regrade, or --all with --check", EXIT_USAGE)
-    else:
-        try:
-            runs = [check_run_id(args.run)]
-        except ValueError as err:
-            raise CliError(str(err), EXIT_USAGE) from None
-    try:
-        if args.check or args.all:
-            total = changed = 0
-            for run in runs:
-                try:
-                    moved, compared = regrading.check(run, out, judge)
-                except regrading.RegradeError as err:
-                    if not args.all:
-                        raise
-                    echo(f"{run}: skipped: {err}")  # an unfinished run: nothing to compare yet
-                    continue
-                echo(f"{run}: {moved} of {compared} verdicts differ from its parquet")
-                total, changed = total + compared, changed + moved
-            echo(f"{changed} of {total} verdicts changed across {len(runs)} runs")
-            return 1 if changed else 0
-        if not args.change:
-            raise CliError("--change says what changed in the graders", EXIT_USAGE)
-        outcome = regrading.regrade(runs[0], out, args.change, judge)
-    except (regrading.RegradeError, OSError) as err:
-        raise CliError(str(err)) from err
-    echo(render(outcome.summary))
-    echo()
-    echo(
-        f"run {outcome.meta.run_id}: {args.run}'s answers, regraded (0 model calls, "
-        f"{outcome.judge_calls} judge calls)"
-    )
-    echo(f"parquet: {outcome.parquet}")
-    if args.record:
-        from wikiqa.evals.running.locks import Busy, folder_lock
-
-        try:
-            with folder_lock(out):
-                row = record(outcome, "record", against=args.run)
-        except Busy as err:
-            raise CliError(str(err)) from None
-        if row is not None:
-            echo(f"change log: kind grader, paired Δ {delta_text(row)}")
-    return 0
-
-
-def _judge_for(spec: str) -> Any:
-    """A regrade's judge: its calls through the response cache, one namespace per trial (as the
-    run made them), so an unchanged verdict costs no call."""
-    from wikiqa.evals.graders.judge import Judge
-    from wikiqa.evals.running.cache import CachingModel, ResponseCache, cache_path
-    from wikiqa.evals.running.served import open_run_model
-
-    try:
-        model = open_run_model(spec)
-    except ValueError as err:
-        raise CliError(str(err)) from None
-    cache = ResponseCache(cache_path())
-    return lambda trial: Judge(CachingModel(model, cache, f"judge:trial={trial}"))
-
-
 def cmd_convert(args: argparse.Namespace) -> int:
     from wikiqa.evals import results_dir
     from wikiqa.evals.running.legacy import convert
@@ -344,6 +268,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _add_run_options(evaluate)
     evaluate.add_argument("--resume", metavar="RUN_ID", help="finish an interrupted run")
     evaluate.add_argument("--record", action="store_true", help="append the run to the change log")
+    evaluate.add_argument(
+        "--foreign",
+        metavar="RUN_ID",
+        help="with --resume --record: record it although its log is foreign (not sealed here, "
+        "not committed)",
+    )
     evaluate.add_argument("--json", action="store_true", help="print the run summary as JSON")
     evaluate.set_defaults(func=cmd_eval)
 
@@ -357,23 +287,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--write-baseline", action="store_true", help="refresh the baseline from this run"
     )
     check.set_defaults(func=cmd_check)
-
-    again = sub.add_parser(
-        "regrade",
-        help="grade a logged run's answers again with today's graders (no model call)",
-        description="A new run holding RUN_ID's logged results with fresh grades, kind "
-        "grader; with --record its change-log row is paired with the original's, so the Δ is "
-        "the graders' alone. The run must be complete. --check (or --all) writes nothing: it "
-        "counts the verdicts that differ from each run's parquet, and exits 1 if any does.",
-    )
-    again.add_argument("run", metavar="RUN_ID", nargs="?", help="a run with a log (results/runs/)")
-    again.add_argument("--change", help="what changed in the graders")
-    again.add_argument("--judge", help="the judge the run was graded with (its calls cached)")
-    again.add_argument("--check", action="store_true", help="count changed verdicts; write nothing")
-    again.add_argument("--all", action="store_true", help="--check every logged run")
-    again.add_argument("--out", type=Path, help="results directory (default: results/)")
-    again.add_argument("--record", action="store_true", help="append it to the change log")
-    again.set_defaults(func=cmd_regrade)
 
     convert = sub.add_parser(
         "convert-journal",

@@ -75,6 +75,15 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         where = chosen if step or given or args.out else {}
         recording = ({"RECORD": True} if step else {}) | ({"HOLDOUT": True} if args.holdout else {})
         points = [recording | r | where for r in runs]
+        if step and not args.holdout:
+            anchored = _check_base(Path(notebook), runs[0], out, args.anchor)
+            if anchored is not None:
+                echo(f"== {anchored.name}: the base, recorded first (--anchor)", flush=True)
+                try:
+                    experiment.execute(anchored, {"RECORD": True} | where, out)
+                except experiment.StepFailed as err:
+                    if getattr(err.cause, "ename", "") != experiment.NOTHING_NEW:
+                        raise CliError(f"{anchored}: {err}") from err
         varied = [k for k in runs[0] if len({str(r.get(k)) for r in runs}) > 1]
         grid_rows = []
         for parameters in points:
@@ -90,7 +99,15 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
             except experiment.StepFailed as err:  # papermill's error, with where the copy is
                 ename = getattr(err.cause, "ename", "")
                 if ename == experiment.NOTHING_NEW:  # a rerun of a recorded row: not an error
-                    echo(f"change log:         not recorded: {getattr(err.cause, 'evalue', '')}")
+                    said = str(getattr(err.cause, "evalue", ""))
+                    if not (args.record or args.holdout):  # exploring: the table, once more
+                        twin = next((r for r in _rows(out) if r.run_id in said), None)
+                        if twin is not None:
+                            echo(experiment.summary_of(experiment.load_run(out / twin.parquet)))
+                            echo(f"(the same inputs as the exploratory run {twin.run_id}: its "
+                                 "table; nothing was run again)")  # fmt: skip
+                            continue
+                    echo(f"change log:         not recorded: {said}")
                     echo("executed notebook:  the earlier copy is kept")
                     continue
                 # a run that met only outages is the infrastructure's failure, not the step's
@@ -130,6 +147,42 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                 f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)"
             )
     return 0
+
+
+def _check_base(notebook: Path, given: dict[str, Any], out: Path, anchor: bool) -> Path | None:
+    """Before a step runs: when the step it changes (`VS`) has no row of this suite version in
+    `out`'s climb (or the committed one), say so and the command that records it; with
+    `anchor`, the base notebook to record first. None when the base is there (or named none)."""
+    import ast
+
+    import papermill as pm
+
+    from wikiqa.evals import results_dir
+    from wikiqa.evals.climb.record import no_base_note
+    from wikiqa.evals.tasks import resolve_suite, suite_hash
+    from wikiqa.experiment.notebooks import STEP_CALL
+
+    declared = pm.inspect_notebook(str(notebook))
+    try:
+        values = {k: ast.literal_eval(str(v["default"])) for k, v in declared.items()}
+    except (ValueError, SyntaxError):
+        return None
+    values |= given
+    vs, suite = values.get("VS"), values.get("SUITE", "dev")
+    if not isinstance(vs, str) or not isinstance(suite, str):
+        return None
+    try:
+        digest = suite_hash(resolve_suite(suite))
+    except (ValueError, OSError):
+        return None  # the step itself will say what is wrong with its suite
+    rows = _rows(out) + (_rows(results_dir()) if out != results_dir() else [])
+    if any(r.experiment == vs and r.suite_hash == digest and not r.holdout for r in rows):
+        return None
+    base = notebook.parent / f"{vs}.ipynb"
+    if anchor and base.exists() and STEP_CALL in base.read_text(encoding="utf-8"):
+        return base
+    echo(f"note: {no_base_note(vs, suite)}", flush=True)
+    return None
 
 
 EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by Ctrl-C
@@ -302,6 +355,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="write into the committed climb (results/); without it runs are exploratory and go "
         "to results/scratch/ (git-ignored)",
+    )
+    exp_run.add_argument(
+        "--anchor",
+        action="store_true",
+        help="when the step it changes (VS) has no row of this suite version, record that "
+        "step first, so this one's Δ has its base",
     )
     exp_run.add_argument(
         "--holdout",

@@ -19,6 +19,7 @@ from wikiqa.cli.evals import register as register_evals
 from wikiqa.cli.experiment import register as register_experiment
 from wikiqa.cli.local import register as register_local
 from wikiqa.cli.outcomes import register as register_outcomes
+from wikiqa.cli.regrade import register as register_regrade
 from wikiqa.cli.replies import register as register_replies
 from wikiqa.cli.snapshot import register as register_snapshot
 from wikiqa.cli.suite import register as register_suite
@@ -39,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     # The order here is the order `wikiqa --help` lists the commands in.
     register_wiki(sub)  # search, article
     register_ask(sub)  # ask, serve
-    register_evals(sub)  # eval, check, regrade
+    register_evals(sub)  # eval, check, convert-journal
+    register_regrade(sub)  # regrade
     register_suite(sub)  # suite import, suite build
     register_validate(sub)  # validate
     register_compare(sub)  # compare, power

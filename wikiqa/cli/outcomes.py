@@ -22,6 +22,7 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
     from wikiqa.evals.labels.undecided import human_rates, resolve, run_outcomes
     from wikiqa.evals.tasks.task import CATEGORIES
     from wikiqa.experiment import load_run
+    from wikiqa.experiment.runs import record_note
 
     unknown = set(args.category or []) - set(CATEGORIES)
     if unknown:
@@ -38,6 +39,7 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
         rates = human_rates(examples, tasks)
     except ValueError as err:
         raise CliError(str(err), EXIT_NOT_FOUND) from err
+    echo(f"run {args.run}: {record_note(frame)}")
     echo(decided.text())
     for reason, n in reasons.most_common():
         rate = rates.get(reason)

@@ -24,9 +24,10 @@ def scratch_dir() -> Path:
 
 def git_sha(root: Path | None = None) -> str:
     """The commit of the project (`root`, else the project root) the run came from, `-dirty`
-    when tracked files were changed; `unknown` outside a git checkout or a project. The climb's
-    own record (`results/`) does not count: recording one run must not mark the next run of the
-    same commit dirty."""
+    when a tracked file was changed or an untracked one (not ignored) exists: a new step's
+    notebook, not yet committed, is part of what the run measured. `unknown` outside a git
+    checkout or a project. The climb's own record (`results/`) does not count: recording one
+    run must not mark the next run of the same commit dirty."""
     if root is None:
         try:
             root = project_root()
@@ -38,7 +39,7 @@ def git_sha(root: Path | None = None) -> str:
         return done.stdout.strip()
 
     try:
-        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!results")
+        dirty = git("status", "--porcelain", "--untracked-files=normal", "--", ".", ":!results")
         return git("rev-parse", "--short", "HEAD") + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

@@ -9,18 +9,13 @@ anything else is refused before the notebook runs (`declared`).
 from __future__ import annotations
 
 from copy import copy
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from wikiqa.agent import AgentConfig
-
-# One vocabulary for what a change-log row changed (checked, so a typo is not a new kind).
-Kind = Literal[
-    "adhoc", "baseline", "prompt", "retrieval", "reading", "confidence", "abstention", "text",
-    "injection", "grader", "model",
-]  # fmt: skip
-KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
+from wikiqa.evals.running.records import KINDS as KINDS
+from wikiqa.evals.running.records import Kind as Kind
 
 
 class StepParameters(BaseModel):

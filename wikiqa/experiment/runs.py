@@ -1,4 +1,6 @@
-"""Finding a recorded or exploratory run's parquet, and reading it."""
+"""Finding a recorded or exploratory run's parquet, and reading it as its run log vouches for it
+(`wikiqa.evals.running.results.load`: a parquet that does not match its log is rebuilt from the
+log, never believed; each table carries a `record` column saying what vouches for it)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ from pathlib import Path
 import pandas as pd
 
 from wikiqa.evals import results_dir
-from wikiqa.inputs import read_parquet
+from wikiqa.evals.climb.changelog import ChangelogError, read
+from wikiqa.evals.running.results import load, record_of
+from wikiqa.evals.running.runlog import RunLogError
+from wikiqa.inputs import InputError
 
 # What every reader of a run relies on (one row per graded dimension of a trial); a parquet
 # without them is some other table. Each reader checks the further columns it needs.
@@ -17,8 +22,29 @@ RUN_COLUMNS = ("dimension", "verdict")
 def load_run(run: str | Path | None = None, out: Path | None = None) -> pd.DataFrame:
     """A run's long table: by parquet path, by run id, or (None) the latest run. Run ids are
     looked up in the results folder, then in its scratch area (exploratory runs); the latest
-    run is the newest recorded one, or the newest exploratory one when none is recorded."""
-    return read_parquet(find_run(run, out), "run", RUN_COLUMNS)
+    run is the newest recorded one, or the newest exploratory one when none is recorded. An
+    unverifiable table is an InputError naming why."""
+    path = find_run(run, out)
+    base = out or results_dir()
+    try:
+        frame = load(path, base, log_run_of(path, base))
+    except RunLogError as err:
+        raise InputError(str(err)) from None
+    missing = [c for c in RUN_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: not a run: no {', '.join(missing)} column")
+    return frame
+
+
+def log_run_of(parquet: Path, out: Path) -> str | None:
+    """The run whose log holds `parquet`'s grading pass, when its change-log row names one
+    other than its own (a regrade's pass lives in its original run's log)."""
+    run_id = parquet.name.removesuffix(".parquet")
+    try:
+        rows = read(out)
+    except (ChangelogError, InputError):
+        return None
+    return next((r.log_run for r in rows if r.run_id == run_id and r.log_run), None)
 
 
 def find_run(run: str | Path | None = None, out: Path | None = None) -> Path:
@@ -42,3 +68,21 @@ def find_run(run: str | Path | None = None, out: Path | None = None) -> Path:
         if (folder / f"{run}.parquet").exists():
             return folder / f"{run}.parquet"
     raise FileNotFoundError(f"no run {run!r} under {folders[0]} or {folders[1]}")
+
+
+RECORD_NOTES = {
+    "sealed": "its log sealed here",
+    "committed": "its log committed",
+    "foreign": "FOREIGN: its log was not sealed here and is not the repository's",
+    "no log kept": "no log kept: its parquet is shown unchecked",
+}
+
+
+def record_note(frame: pd.DataFrame) -> str:
+    """What vouches for a loaded run's table, in words (`results.load`'s `record` column)."""
+    kept = record_of(frame)
+    if kept is None:
+        return "unknown"
+    origin, _, rebuilt = kept.partition(", ")
+    note = RECORD_NOTES.get(origin, origin)
+    return note + ("; its parquet did not match its log, rebuilt from the log" if rebuilt else "")

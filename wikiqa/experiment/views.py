@@ -69,23 +69,14 @@ def _rate_columns(name: str, passes: int, applicable: int) -> dict[str, float | 
 
 
 def latest_pair(out: Path | None = None) -> tuple[str | None, str | None]:
-    """(A, B) for "did it help?": B the newest recorded run, A the row its Δ was paired with
-    when it was recorded (the step it changes, or the last like row of its suite version);
-    for a row without a Δ, the last earlier row of its suite version that ran the same model,
-    source and judge, or None. The hillclimb and failures notebooks read the newest run so."""
+    """(A, B) for "did it help?": B the newest recorded row, A the row its Δ was paired with when
+    it was recorded (the step it changes, `VS`), or None when it has none: a row is never
+    paired with another row than its base. The hillclimb and failures notebooks read it so."""
     rows = read(out or results_dir())
     if not rows:
         return None, None
     newest = rows[-1]
-    if newest.delta is not None:
-        return newest.delta.vs, newest.run_id
-    before = next(
-        (r for r in reversed(rows[:-1])
-         if r.suite == newest.suite and r.suite_hash == newest.suite_hash
-         and not unlike(r, newest)),
-        None,
-    )  # fmt: skip
-    return (before.run_id if before else None), newest.run_id
+    return (newest.delta.vs if newest.delta is not None else None), newest.run_id
 
 
 def unlike_runs(a: str, b: str, out: Path | None = None) -> list[str]:

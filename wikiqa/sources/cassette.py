@@ -26,6 +26,7 @@ from typing import Any
 from wikiqa.inputs import open_append
 from wikiqa.secrets import scrub
 from wikiqa.sources.cassette_files import (
+    CASSETTE_SUFFIX,
     Cassette,
     CassetteError,
     Fetch,
@@ -263,8 +264,8 @@ class CassetteSource:
         self.cassette = read_cassette(path)
         self.path = self.cassette.path
         self.any_suite = any_suite
-        header = self.cassette.header
-        self.name = f"cassette:{header.run_id or self.path.name}"
+        # named by its file (what the user chose), never by the run its header claims
+        self.name = f"cassette:{self.path.name.removesuffix(CASSETTE_SUFFIX)}"
         self.sha256 = self.cassette.sha256
         self._searches: dict[tuple[str, int], list[SearchHit]] = {}
         for s in self.cassette.searches:

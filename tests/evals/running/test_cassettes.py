@@ -170,7 +170,8 @@ def test_compare_prints_drift_beside_the_delta_and_marks_confounding(
 def test_the_climb_shows_drift_beside_each_rows_delta(results: Path) -> None:
     for change in ("first", "second"):
         config = RunConfig(limit=5, trials=1, out=results, change=change, experiment=change)
-        outcome, row = evaluate(config, "record", progress=False)
+        against = None if change == "first" else "first"
+        outcome, row = evaluate(config, "record", against=against, progress=False)
         assert row is not None and row.cassette_hash == outcome.meta.cassette_hash
     table = climb(results)
     shared = len(read_cassette(cassette_path(outcome)).articles)

@@ -40,7 +40,12 @@ def test_a_parquet_that_cannot_be_written_leaves_no_temporary_and_says_which(
     monkeypatch.setattr(pd.DataFrame, "to_parquet", real)
     (log,) = (tmp_path / "runs").glob("*.log.jsonl")  # the trials are kept: resume writes it
     run_id = log.name.removesuffix(".log.jsonl")
-    assert main(["eval", "--resume", run_id, "--out", str(tmp_path)]) == 0
+    # a resume takes nothing from the log: run with other parameters, it is refused, named
+    assert main(["eval", "--resume", run_id, "--out", str(tmp_path)]) == 1
+    refused = capsys.readouterr().err
+    assert "was made with trials=1, limit=1; this run sets trials=3, limit=None" in refused
+    resumed = ["eval", "--resume", run_id, "--trials", "1", "--limit", "1", "--out", str(tmp_path)]
+    assert main(resumed) == 0
     assert [p.name for p in (tmp_path / "runs").glob("*.parquet")] == [f"{run_id}.parquet"]
 
 

@@ -318,12 +318,12 @@ def test_each_recorded_run_carries_its_paired_delta_against_the_previous_one(
     second = run_eval(
         cfg.model_copy(update={"agent": AgentConfig(read_first=1)}), source=tiny, progress=False
     )
-    row_b = record(second, "record")
+    row_b = record(second, "record", against=first.meta.run_id)
     assert row_b is not None and row_b.delta is not None
     assert row_b.delta.vs == first.meta.run_id
     tasks = row_b.delta.tasks
     assert tasks["tasks"] == len(TASKS) and tasks["ci"][0] <= tasks["diff"] <= tasks["ci"][1]
-    assert "Δ tasks vs previous" in (cfg.out / "CHANGELOG.md").read_text()
+    assert "Δ tasks vs its base" in (cfg.out / "CHANGELOG.md").read_text()
 
 
 def test_a_step_names_the_step_its_delta_is_paired_with(
@@ -336,9 +336,7 @@ def test_a_step_names_the_step_its_delta_is_paired_with(
     assert record(base, "record") is not None
     other = cfg.model_copy(update={"experiment": "10_other", "agent": AgentConfig(read_first=1)})
     between = record(run_eval(other, source=tiny, progress=False), "record")
-    assert (
-        between is not None and between.delta is not None and between.delta.vs == base.meta.run_id
-    )
+    assert between is not None and between.delta is None  # no VS: no base, never the last row
     lever = cfg.model_copy(update={"experiment": "11_lever", "agent": AgentConfig(read_first=2)})
     row = record(run_eval(lever, source=tiny, progress=False), "record", against="09_base")
     assert row is not None and row.delta is not None
@@ -347,7 +345,11 @@ def test_a_step_names_the_step_its_delta_is_paired_with(
     nowhere = cfg.model_copy(update={"experiment": "12_lever", "agent": AgentConfig(read_first=3)})
     orphan = record(run_eval(nowhere, source=tiny, progress=False), "record", against="08_gone")
     assert orphan is not None and orphan.delta is None
-    assert orphan.delta_note == "08_gone has no change-log row of this suite version to pair with"
+    assert orphan.delta_note == (
+        f"08_gone has no row of this {orphan.suite} version to pair with: record it first "
+        f"(wikiqa experiment run experiments/08_gone.ipynb --record -p SUITE {orphan.suite}), "
+        "or run this step with --anchor"
+    )
 
 
 def test_a_holdout_run_is_named_for_its_suite() -> None:
@@ -423,7 +425,7 @@ def test_a_recorded_run_does_not_mark_the_next_one_dirty(tmp_path: Path) -> None
 def test_a_logs_metadata_names_repository_paths_relatively(tmp_path: Path) -> None:
     """A committed log (a long run resumed next session) holds no machine's path."""
     from wikiqa.evals import RunConfig, run_eval
-    from wikiqa.evals.running.runner import _portable
+    from wikiqa.evals.running.records import portable
     from wikiqa.project import project_root
 
     outcome = run_eval(RunConfig(limit=1, trials=1, out=tmp_path), progress=False)
@@ -432,7 +434,7 @@ def test_a_logs_metadata_names_repository_paths_relatively(tmp_path: Path) -> No
             "config": outcome.meta.config.model_copy(update={"out": project_root() / "results"})
         }
     )
-    shown = _portable(meta)
+    shown = portable(meta)
     assert shown.config.out == Path("results")
     assert shown.suite_path == "experiments/suite/dev.jsonl"
-    assert _portable(outcome.meta).config.out == tmp_path  # outside the repository: as it is
+    assert portable(outcome.meta).config.out == tmp_path  # outside the repository: as it is

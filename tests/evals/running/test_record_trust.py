@@ -9,6 +9,7 @@ the model, judge or source (and so never where a key is sent), and never supplie
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import shutil
 import threading
@@ -50,8 +51,10 @@ def world(tmp_path: Path) -> tuple[Path, Path]:
     results = tmp_path / "project" / "results"
     (results / "runs").mkdir(parents=True)
     source = project_root() / "results" / "runs"
-    for name in (f"{COMMITTED}.log.jsonl", f"{COMMITTED}.parquet"):
-        shutil.copy(source / name, results / "runs" / name)
+    shutil.copy(source / f"{COMMITTED}.parquet", results / "runs" / f"{COMMITTED}.parquet")
+    # the committed log is packed; these tests edit its lines, so they read it unpacked
+    packed = (source / f"{COMMITTED}.log.jsonl.gz").read_bytes()
+    (results / "runs" / f"{COMMITTED}.log.jsonl").write_bytes(gzip.decompress(packed))
     outside = tmp_path / "project" / "Makefile"
     outside.write_text("all:\n\techo fine\n")
     return results, outside

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ import pytest
 
 from tests.evals.running.test_harness import TASKS, config
 from wikiqa.cli.main import main
-from wikiqa.evals import RunLog, log_path, run_eval
+from wikiqa.evals import RunLog, run_eval
+from wikiqa.evals.running.runlog import packed_path
 from wikiqa.evals.climb import changelog, record
 from wikiqa.evals.graders import Graded
 from wikiqa.evals.running import scoring
@@ -65,9 +67,12 @@ def test_a_regraded_run_keeps_every_answer_and_is_paired_with_the_original(
     assert len(joined) == len(before) == len(after)
     assert (joined.answer_old.fillna("") == joined.answer_new.fillna("")).all()
     assert (joined.verdict_old == joined.verdict_new).all()
-    meta = RunLog.load(out, new.run_id).meta
-    assert meta.config.kind == "grader" and meta.model == "extractive"
-    assert check(new.run_id, out) == (0, len(after))  # nothing differs: the same graders
+    # no copy of the trials: the pass is appended to the original's log, which binds its parquet
+    assert sorted(p.name for p in (out / "runs").glob(f"{new.run_id}*")) == [new.parquet[5:]]
+    log = RunLog.load(out, old.run_id)
+    assert new.log_run == old.run_id and log.passes == 2 and log.meta.model == "extractive"
+    assert log.parquet is not None and log.parquet.file == new.parquet
+    assert check(old.run_id, out) == (0, len(after))  # nothing differs: the same graders
 
 
 def test_regrading_uses_the_graders_of_this_checkout(
@@ -84,27 +89,29 @@ def test_regrading_uses_the_graders_of_this_checkout(
         return graded
 
     monkeypatch.setattr(scoring, "grade", stricter)  # where every logged trial is graded
-    outcome = regrade(run_id, out, "stricter faithfulness")
-    faithful = outcome.frame[outcome.frame.dimension == "faithfulness"]
-    assert len(faithful) > 0 and not (faithful.verdict == "pass").any()
     # what the stricter graders change, counted without writing: every faithfulness pass
     original = pd.read_parquet(out / "runs" / f"{run_id}.parquet")
     passed = int(((original.dimension == "faithfulness") & (original.verdict == "pass")).sum())
     assert passed > 0 and check(run_id, out) == (passed, len(original))
+    outcome = regrade(run_id, out, "stricter faithfulness")
+    faithful = outcome.frame[outcome.frame.dimension == "faithfulness"]
+    assert len(faithful) > 0 and not (faithful.verdict == "pass").any()
+    # the log's last pass now binds the regraded table: checked against it, nothing differs
+    assert check(run_id, out) == (0, len(original))
 
 
 def test_an_incomplete_or_judged_or_unknown_run_is_refused_and_nothing_is_written(
     recorded: tuple[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_id, out = recorded
-    log = log_path(out, run_id)
-    saved = log.read_text()
-    lines = saved.splitlines()  # header, 6 trials, cassette, graded
-    log.write_text("\n".join(lines[:6]) + "\n")
+    packed = packed_path(out, run_id)  # a recorded run's log is packed
+    saved = packed.read_bytes()
+    lines = gzip.decompress(saved).decode().splitlines()  # header, 6 trials, cassette, graded
+    packed.write_bytes(gzip.compress(("\n".join(lines[:6]) + "\n").encode()))
     runs_before = sorted((out / "runs").iterdir())
     with pytest.raises(RegradeError, match="1 of 6 trials are missing"):
         regrade(run_id, out, "x")
-    log.write_text(saved)
+    packed.write_bytes(saved)
     assert main(["regrade", "no-such-run", "--out", str(out), "--change", "x"]) == 1
     assert "no such run log" in capsys.readouterr().err
     assert main(["regrade", "../escape", "--out", str(out), "--change", "x"]) == 2

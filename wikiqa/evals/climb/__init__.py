@@ -13,6 +13,7 @@ from wikiqa.evals.climb.changelog import (
 )
 from wikiqa.evals.climb.record import (
     POLICIES,
+    ForeignRecord,
     HoldoutRefused,
     InfrastructureFailure,
     NothingNew,
@@ -27,6 +28,7 @@ __all__ = [
     "POLICIES",
     "ChangelogRow",
     "Delta",
+    "ForeignRecord",
     "HoldoutRefused",
     "InfrastructureFailure",
     "NothingNew",

@@ -44,11 +44,13 @@ HEADER = """# Change log
 One row per recorded run: what changed, what kind of change it was, and the per-dimension pass
 rate over the whole suite (passes/applicable after the majority vote across trials, with the 95%
 Wilson interval of the rate; the terminal's table, for a run of several trials, shows the interval
-clustered by task instead, so the two differ). The last
-column is the paired change in tasks passing everything against the previous row of the same
-suite (or the step it names), with its 95% interval and McNemar's p; only a significant one is more
-than noise, and one against a run of another model, source or judge says so ("not like with
-like"): it measures that difference as well as the change. Rows of
+clustered by task instead, so the two differ). The
+Δ column is the paired change in tasks passing everything against the step the row changes (its
+`VS`, on the same suite version; a row without one has none, and says why), with its 95% interval
+and McNemar's p; only a significant one is more than noise, and one against a run of another
+model, source or judge says so ("not like with like"): it measures that difference as well as
+the change. The record column says whether the run's log is kept (`runs/RUN_ID.log.jsonl.gz`,
+regradable), or was never kept (older rows: shown, not regradable). Rows of
 kind `grader` recalibrate the instrument; compare scores across them with care. Generated from
 `changelog.jsonl` by `wikiqa.evals.climb.changelog`; do not edit by hand.
 
@@ -95,6 +97,11 @@ class ChangelogRow(BaseModel):
     cassette_hash: str | None = None  # what the source answered (runs/RUN_ID.cassette.jsonl.gz)
     # how many model calls someone else's imported replies answered (None: none)
     imported_replies: str | None = None
+    # the run whose log (runs/LOG_RUN.log.jsonl.gz) holds this row's grading pass: its own, or
+    # the original's for a regrade; None for rows recorded before logs were committed (a row
+    # whose log file is absent is shown as `no log kept`)
+    log_run: str | None = None
+    foreign: bool = False  # recorded from a log this machine did not seal, asked for by name
 
 
 MAX_CHANGELOG_BYTES = 64 * MiB
@@ -153,7 +160,7 @@ def append(out: Path, row: ChangelogRow) -> None:
     rows = check(out)
     line = scrub(row.model_dump_json()) + "\n"
     markdown = _temporary(
-        out / MARKDOWN, _markdown([*rows, ChangelogRow.model_validate_json(line)])
+        out / MARKDOWN, _markdown([*rows, ChangelogRow.model_validate_json(line)], out)
     )
     try:
         _append_line(out / JSONL, line.encode("utf-8"))
@@ -253,9 +260,19 @@ def delta_text(r: ChangelogRow, base: ChangelogRow | None = None) -> str:
     )
 
 
-def _markdown(rows: list[ChangelogRow]) -> str:
+def log_kept(row: ChangelogRow, out: Path) -> str:
+    """`log`, `foreign log` (recorded from a foreign log, by name) or `no log kept` (a row
+    recorded before logs were committed: shown, never regradable)."""
+    from wikiqa.evals.running.runlog import existing_log
+
+    if existing_log(out, row.log_run or row.run_id) is None:
+        return "no log kept"
+    return "foreign log" if row.foreign else "log"
+
+
+def _markdown(rows: list[ChangelogRow], out: Path) -> str:
     head = ["date", "experiment", "change", "kind", "suite", "model", "trials", *COLUMNS,
-            "tasks pass-all", "Δ tasks vs previous [95% CI]"]  # fmt: skip
+            "tasks pass-all", "Δ tasks vs its base [95% CI]", "record"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     by_id = {r.run_id: r for r in rows}
     for r in rows:
@@ -265,7 +282,7 @@ def _markdown(rows: list[ChangelogRow]) -> str:
         tasks_text = count_text(*r.tasks_pass) if r.tasks_pass else "-"
         change = (r.change or "-") + (f" ({r.imported_replies})" if r.imported_replies else "")
         fields = [r.date, r.experiment, change, r.kind, r.suite, r.model, str(r.trials)]
-        cells += [tasks_text, delta_text(r, base)]
+        cells += [tasks_text, delta_text(r, base), log_kept(r, out)]
         lines.append("| " + " | ".join([*fields, *cells]) + " |")
     return scrub(HEADER + "\n".join(lines) + "\n")
 
@@ -275,7 +292,7 @@ def render_markdown(out: Path) -> Path:
     never written through a link."""
     path = out / MARKDOWN
     _refuse_link(path)
-    tmp = _temporary(path, _markdown(read(out)))
+    tmp = _temporary(path, _markdown(read(out), out))
     try:
         _refuse_link(path)
         os.replace(tmp, path)

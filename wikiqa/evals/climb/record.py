@@ -10,6 +10,7 @@ keeps a held-out split to one run. The runner neither renders nor records.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -18,12 +19,16 @@ from typing import Any, Literal
 import pandas as pd
 
 from wikiqa.evals.analysis.compare import compare
-from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, check, read, unlike
+from wikiqa.evals.climb.changelog import ChangelogRow, Delta, append, check, read
 from wikiqa.evals.paths import results_dir, scratch_dir
 from wikiqa.evals.running import RunConfig, RunMeta, RunOutcome, run_eval
 from wikiqa.evals.running.locks import folder_lock
+from wikiqa.evals.running.results import load, record_of
+from wikiqa.evals.running.runlog import RunLog, RunLogError
 from wikiqa.evals.tasks import resolve_suite, suite_hash
-from wikiqa.inputs import read_parquet
+from wikiqa.evals.tasks.task import held_out_hashes
+from wikiqa.inputs import InputError
+from wikiqa.project import repo_results
 
 Policy = Literal["explore", "record"]
 POLICIES: tuple[Policy, ...] = ("explore", "record")
@@ -39,14 +44,20 @@ class NothingNew(RuntimeError):
 
     def __init__(self, row: ChangelogRow) -> None:
         super().__init__(
-            f"nothing new: the same inputs (clean commit, suite, model, parameters) as the "
-            f"recorded row {row.run_id} ({row.experiment}, {row.date}); nothing was run or written"
+            f"nothing new: the same inputs (commit {row.git_sha} with no tracked or untracked "
+            f"file changed outside results/, suite, model, parameters) as the recorded row "
+            f"{row.run_id} ({row.experiment}, {row.date}); nothing was run or written"
         )
         self.row = row
 
     def _render_traceback_(self) -> list[str]:
         """What IPython shows for it in a notebook: its one line, not a traceback."""
         return [f"{type(self).__name__}: {self}"]
+
+
+class ForeignRecord(RuntimeError):
+    """A run whose log this machine did not seal and the repository does not hold (someone
+    else's, or edited): readable and comparable, recorded only when asked for by name."""
 
 
 class InfrastructureFailure(RuntimeError):
@@ -63,6 +74,7 @@ def evaluate(
     policy: Policy = "explore",
     resume: str | None = None,
     against: str | None = None,
+    foreign: str | None = None,
     **runner: Any,
 ) -> tuple[RunOutcome, ChangelogRow | None]:
     """Run the suite and record it by `policy`: for a run that will be recorded, the change
@@ -75,12 +87,12 @@ def evaluate(
         return (outcome := run_eval(config, resume, **runner)), record(outcome, policy, against)
     with folder_lock(config.out):
         rows = check(config.out)
-        if config.holdout and not resume:
-            check_holdout(config)
+        if config.holdout:
+            check_holdout(config)  # a resumed copy of a recorded held-out run is a rerun too
         # a rerun with nothing new is refused, unless a held-out rerun was asked for by name
         twins = [] if config.allow_holdout_rerun else rows
         outcome = run_eval(config, resume, admit=lambda meta: _refuse_twin(meta, twins), **runner)
-        return outcome, record(outcome, policy, against)
+        return outcome, record(outcome, policy, against, foreign)
 
 
 def _refuse_twin(meta: RunMeta, rows: list[ChangelogRow]) -> None:
@@ -92,11 +104,17 @@ def _refuse_twin(meta: RunMeta, rows: list[ChangelogRow]) -> None:
 
 
 def check_holdout(config: RunConfig) -> None:
-    """Refuse a second run of a held-out split (same suite hash) unless a rerun is allowed."""
+    """Refuse a second run of a held-out split (same suite hash) unless a rerun is allowed. The
+    rows looked at are the run's results folder's and the committed climb's: a run written
+    elsewhere (`--out`) still counts the climb's one look, and a resumed copy of a recorded
+    held-out run is refused like a new one (an interrupted run has no row yet)."""
     if config.allow_holdout_rerun:
         return
     digest = suite_hash(resolve_suite(config.suite, config.holdout))
-    earlier = next((r for r in read(config.out) if r.holdout and r.suite_hash == digest), None)
+    rows = read(config.out)
+    for climb in {results_dir().resolve(), repo_results().resolve()} - {config.out.resolve()}:
+        rows += read(climb) if climb.exists() else []
+    earlier = next((r for r in rows if r.holdout and r.suite_hash == digest), None)
     if earlier is not None:
         raise HoldoutRefused(
             f"the held-out suite {digest} was already run ({earlier.run_id}); it is run "
@@ -105,13 +123,18 @@ def check_holdout(config: RunConfig) -> None:
 
 
 def record(
-    outcome: RunOutcome, policy: Policy = "explore", against: str | None = None
+    outcome: RunOutcome,
+    policy: Policy = "explore",
+    against: str | None = None,
+    foreign: str | None = None,
 ) -> ChangelogRow | None:
     """The run's change-log row by `policy` (None when it is not recorded). A run whose every
     trial was an infrastructure error measured nothing and is refused; a rerun with the same
-    inputs as a recorded row adds none and returns that row. `against` pairs the Δ with that
-    run's row (a regraded run with its original), or with that step's latest row of the suite
-    (a lever with the step it changes), rather than with the suite's last row."""
+    inputs as a recorded row adds none and returns that row; a run whose log is foreign is
+    refused unless `foreign` names it. `against` pairs the Δ with that run's row (a regraded run
+    with its original), or with that step's latest row of the suite (a lever with the step it
+    changes); without it there is no Δ. Once the row is in, the run's log is packed
+    (`RUN_ID.log.jsonl.gz`), the form the climb commits."""
     if policy not in POLICIES:
         raise ValueError(f"unknown record policy {policy!r}: one of {', '.join(POLICIES)}")
     if policy == "explore" and not outcome.meta.config.holdout:
@@ -122,6 +145,13 @@ def record(
             f"was recorded; the first: {outcome.first_error}",
             outcome,
         )
+    log_run = outcome.log_run or outcome.meta.run_id
+    if outcome.provenance == "foreign" and foreign != log_run:
+        raise ForeignRecord(
+            f"{log_run}'s log was not sealed on this machine and is not the repository's "
+            f"(someone else's, or edited since): nothing was recorded; to record it anyway, "
+            f"name it: --foreign {log_run}"
+        )
     out = outcome.meta.config.out
     entry = row(outcome)
     earlier = read(out)
@@ -130,6 +160,8 @@ def record(
         return twin  # the same step rerun on the same code and suite: nothing new to record
     entry.delta, entry.delta_note = delta(entry, earlier, out, outcome.frame, against)
     append(out, entry)
+    with contextlib.suppress(RunLogError):  # a stand-in run without a log here: nothing to pack
+        RunLog.load(out, log_run).pack()
     return entry
 
 
@@ -159,7 +191,8 @@ def row(outcome: RunOutcome) -> ChangelogRow:
         **identity(meta),
         date=meta.created_at[:10],
         run_id=meta.run_id,
-        holdout=meta.config.holdout,
+        # a held-out split by its content, not by what a header says it ran
+        holdout=meta.config.holdout or meta.suite_hash in held_out_hashes(),
         source=meta.source_name,
         dimensions={d: (c.passes, c.applicable) for d, c in total.items()},
         tasks_pass=(tasks.passes, tasks.applicable) if tasks else None,
@@ -169,6 +202,8 @@ def row(outcome: RunOutcome) -> ChangelogRow:
         parquet=_relative(outcome.parquet, meta.config.out),
         cassette_hash=meta.cassette_hash,
         imported_replies=meta.imported_replies,
+        log_run=outcome.log_run or meta.run_id,
+        foreign=outcome.provenance == "foreign",
     )
 
 
@@ -188,47 +223,37 @@ def delta(
     against: str | None = None,
 ) -> tuple[Delta | None, str | None]:
     """Tasks passing everything, paired with the row this run is a change of: `against` (a run
-    id, or a step's name: that step's latest row of this suite version), else the last earlier
-    row of this suite version that ran the same model, source and judge, else the last of any
-    (a Δ that `delta_text` then says is not like with like). The paired difference with its 95%
-    interval and McNemar's p, so a step that only moved noise says so. This run is read from
-    memory (`frame`), the earlier one from its parquet. An exploratory run (in the scratch
-    area) looks for its base in the committed climb too, so exploring a step shows its Δ
-    against what was recorded. With nothing comparable, (None, why): a reader must see that
-    the suite's previous step ran another version of it, and how to re-anchor."""
+    id, or a step's name: that step's latest row of this suite version). Never another row:
+    without `against`, or where that step has no row of this suite version, (None, why), the
+    why naming the command that records the base. The paired difference with its 95% interval
+    and McNemar's p, so a step that only moved noise says so. This run is read from memory
+    (`frame`), the base from its parquet as its log vouches for it (`results.load`). An
+    exploratory run (in the scratch area) looks for its base in the committed climb too."""
+    if against is None:
+        return None, "no base named (a step's VS)"
     candidates = [(r, out) for r in earlier]
     if out.resolve() == scratch_dir().resolve() and results_dir().exists():
         candidates = [(r, results_dir()) for r in read(results_dir())] + candidates
-    same_name = [(r, at) for r, at in candidates if r.suite == entry.suite]
-    same = [(r, at) for r, at in same_name if r.suite_hash == entry.suite_hash]
-    last = same_name[-1][0] if same_name else None
-    if against is not None:
-        found = [(r, at) for r, at in candidates if r.run_id == against] or [
-            (r, at) for r, at in same if r.experiment == against
-        ]
-        if not found:
-            return None, f"{against} has no change-log row of this suite version to pair with"
-        previous, at = found[-1]
-        last = previous
-    else:
-        liked = [(r, at) for r, at in same if not unlike(r, entry)]
-        if not (liked or same):
-            if last is None:
-                return None, f"the first row of suite {entry.suite}"
-            return None, (
-                f"{last.experiment}, the last {entry.suite} row, ran another version of the "
-                f"suite ({last.suite_hash}, now {entry.suite_hash}): rerun it on this one to "
-                "re-anchor"
-            )
-        previous, at = (liked or same)[-1]
-    if not (at / previous.parquet).exists():
-        return None, f"{previous.experiment}'s parquet ({previous.parquet}) is gone"
-    tasks = compare(read_parquet(at / previous.parquet), frame).rows.get("tasks")
+    found = [(r, at) for r, at in candidates if r.run_id == against] or [
+        (r, at)
+        for r, at in candidates
+        if r.experiment == against and r.suite == entry.suite and r.suite_hash == entry.suite_hash
+        and not r.holdout
+    ]  # fmt: skip
+    if not found:
+        return None, no_base_note(against, entry.suite)
+    previous, at = found[-1]
+    try:
+        base = load(at / previous.parquet, at, previous.log_run)
+    except (RunLogError, InputError, OSError) as err:
+        return None, f"{previous.experiment}'s run cannot be read as its log holds it: {err}"
+    tasks = compare(base, frame).rows.get("tasks")
     if tasks is None:
         return None, f"no task both this run and {previous.experiment} decided"
     notes = []
-    if last is not None and last.run_id != previous.run_id and last.suite_hash != entry.suite_hash:
-        notes.append(f"({last.experiment}, the last {entry.suite} row, ran another suite version)")
+    kept = record_of(base)
+    if kept and kept not in ("sealed", "committed"):
+        notes.append(f"({previous.experiment}: {kept})")
     if at != out:
         notes.append("(recorded in the committed climb)")
     return Delta(
@@ -237,6 +262,16 @@ def delta(
         tasks=tasks,
         note=" ".join(notes) or None,
     ), None
+
+
+def no_base_note(step: str, suite: str) -> str:
+    """Why a step's Δ has no base: its `VS` has no row of this suite version, and the command
+    that records one."""
+    return (
+        f"{step} has no row of this {suite} version to pair with: record it first "
+        f"(wikiqa experiment run experiments/{step}.ipynb --record -p SUITE {suite}), or run "
+        "this step with --anchor"
+    )
 
 
 # What makes two recorded runs the same measurement; a dirty tree is never the same twice.

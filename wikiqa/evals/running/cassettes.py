@@ -34,11 +34,36 @@ def replaying(source: WikiSource) -> bool:
     return isinstance(_innermost(source), CassetteSource)
 
 
-def check_replay(source: WikiSource, suite_hash: str) -> None:
-    """Before any trial runs: a cassette of another suite is refused (`check_suite`)."""
+def check_replay(source: WikiSource, suite_hash: str, results: tuple[Path, ...] = ()) -> None:
+    """Before any trial runs: a cassette of another suite is refused (`check_suite`), and so is
+    a cassette that is not the one its run's log binds (swapped, or edited): the replay of run R
+    must answer what R's source answered. `results` are the folders R's log may be under."""
     inner = _innermost(source)
-    if isinstance(inner, CassetteSource):
-        inner.check_suite(suite_hash)
+    if not isinstance(inner, CassetteSource):
+        return
+    inner.check_suite(suite_hash)
+    from wikiqa.evals.running.runlog import RunLog, RunLogError, existing_log
+
+    run_id = inner.path.name.removesuffix(CASSETTE_SUFFIX)
+    for out in results:
+        for folder in (out, out / "scratch"):
+            try:
+                found = existing_log(folder, run_id)
+            except ValueError:  # a file name that names no run: no log to check against
+                return
+            if found is None:
+                continue
+            try:
+                bound = RunLog.load(folder, run_id).cassette
+            except RunLogError as err:
+                raise ValueError(f"cannot check the cassette of {run_id}: {err}") from None
+            if bound is None or bound.sha256 != inner.sha256:
+                raise ValueError(
+                    f"{inner.path}: not the cassette run {run_id}'s log binds "
+                    f"({bound.sha256[:12] if bound else 'none'}, this one "
+                    f"{inner.sha256[:12]}): it was swapped or edited; nothing was run"
+                )
+            return
 
 
 def open_recorder(source: WikiSource, meta: RunMeta, out: Path) -> CassetteRecorder:

@@ -15,9 +15,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from wikiqa.evals.running.records import RunMeta, TrialRecord
+from wikiqa.evals.running.records import RunMeta, TrialRecord, portable
 from wikiqa.evals.running.runlog import RunLog, RunLogError
-from wikiqa.evals.running.runner import _portable
 from wikiqa.inputs import MiB, TooLarge, read_bounded
 
 
@@ -52,7 +51,7 @@ def convert(folder: Path, out: Path) -> RunLog:
         if key in records and not records[key].result.infrastructure_error:
             raise RunLogError(f"{folder / 'journal.jsonl'}:{number}: {key} a second time")
         records[key] = record
-    header = _portable(meta).model_dump(mode="json")
+    header = portable(meta).model_dump(mode="json")
     header["config"].pop("out")
     log = RunLog.create(out, meta, header)
     for record in records.values():

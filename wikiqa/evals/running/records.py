@@ -6,7 +6,7 @@ import another to know these shapes; they import nothing that reads or summarise
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -15,6 +15,7 @@ from wikiqa.agent.config import split_spec_levers
 from wikiqa.evals.graders import Grade
 from wikiqa.evals.paths import results_dir
 from wikiqa.outputs import check_run_id
+from wikiqa.project import relative_to_root
 
 # Columns that identify a run; the rest describe one task x trial x dimension.
 META_COLUMNS = (
@@ -22,6 +23,15 @@ META_COLUMNS = (
     "source_hash", "prompt_hash", "suite", "suite_hash", "trials", "created_at", "cassette_hash",
     "max_tokens", "imported_replies",
 )  # fmt: skip
+
+
+# One vocabulary for what a change-log row changed (checked, so a typo is not a new kind);
+# `holdout` is what a held-out split's run is, whatever it changed.
+Kind = Literal[
+    "adhoc", "baseline", "prompt", "retrieval", "reading", "confidence", "abstention", "text",
+    "injection", "grader", "model", "holdout",
+]  # fmt: skip
+KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
 
 
 class RunConfig(BaseModel):
@@ -40,8 +50,8 @@ class RunConfig(BaseModel):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     limit: int | None = Field(None, ge=1, description="Run N tasks drawn across the categories.")
     experiment: str = "adhoc"
-    change: str = ""
-    kind: str = "adhoc"
+    change: str = Field("", pattern=r"^[^\r\n]*$", description="What the run changed, one line.")
+    kind: Kind = "adhoc"
     concurrency: int = Field(8, ge=1, le=256)
     out: Path = Field(default_factory=results_dir)
     cache: bool = True
@@ -152,3 +162,14 @@ class TrialRecord(BaseModel):
     def cause(self) -> str:
         output = self.result.output
         return self.judge_error or (output.reason if isinstance(output, Refusal) else "?")
+
+
+def portable(meta: RunMeta) -> RunMeta:
+    """The metadata as a run log is committed: its results folder and suite file relative to
+    the project root when inside it, so no machine's path is committed (a resume writes where it
+    is resumed, and reads its suite from the config)."""
+    out, suite = relative_to_root(meta.config.out), relative_to_root(Path(meta.suite_path))
+    config = meta.config.model_copy(update={"out": out}) if out is not None else meta.config
+    return meta.model_copy(
+        update={"config": config, "suite_path": str(suite) if suite else meta.suite_path}
+    )

@@ -1,15 +1,17 @@
 """Regrade a logged run with today's graders, without calling its model again.
 
 A grader fix changes verdicts, not answers, and the answers of a model run are hours of compute.
-Every logged trial holds the agent's whole result, so `score` grades the same answers again: the
-regraded run is a new run (its own id, log and parquet) whose trials are the original's results,
-its kind `grader`, its cassette the original's (the same source replies). Recorded, its change-log
-row is paired with the original's, so the Δ is the graders' alone. A judge's verdicts come from
-the response cache when nothing it reads changed, so a regrade with a judge costs no judge call
-then.
+Every logged trial holds the agent's whole result, so `score` grades the same answers again: a
+regrade appends a grading pass to the run's own log (no copy of the trials) and writes that
+pass's parquet under a run id of its own (kind `grader`), so its change-log row can be paired
+with the original's: the Δ is the graders' alone. A judge's verdicts come from the response cache
+when nothing it reads changed, so a regrade with a judge costs no judge call then.
 
-`check` grades a run again and counts the verdicts that differ from its parquet, writing nothing:
-the test that a refactor of the graders changed no verdict.
+`check` grades a run again and counts the verdicts that differ from the parquet its log binds,
+writing nothing: the test that a refactor of the graders changed no verdict. `bind` binds a
+log kept from before passes bound their parquet: a pass binding the parquet as it is, graded
+again when that changes no verdict, else a binding of the earlier graders' table, saying how many
+of its verdicts today's graders would change; then the log is packed.
 
 Only complete runs regrade (a trial missing or lost to infrastructure would be a hole the new
 graders never saw).
@@ -28,12 +30,14 @@ import pandas as pd
 from wikiqa.evals.analysis.summary import summarize
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.paths import git_sha
-from wikiqa.evals.running.frame import to_frame, write_parquet
+from wikiqa.evals.running.frame import to_frame
+from wikiqa.evals.running.passes import file_hash, write_pass
 from wikiqa.evals.running.records import TrialRecord
-from wikiqa.evals.running.runlog import RunLog, RunLogError
-from wikiqa.evals.running.runner import RunOutcome, _portable, slug
+from wikiqa.evals.running.runlog import PACKED, SUFFIX, ParquetBinding, RunLog, RunLogError
+from wikiqa.evals.running.runner import RunOutcome, slug
 from wikiqa.evals.running.scoring import Scored, score
 from wikiqa.evals.tasks.task import Task, bytes_hash, parse_tasks, read_suite
+from wikiqa.inputs import InputError
 from wikiqa.project import project_root
 
 
@@ -41,14 +45,16 @@ class RegradeError(ValueError):
     """The run cannot be regraded as it is (missing, incomplete, its suite changed)."""
 
 
-def _graded(
-    out: Path, run_id: str, judge: Callable[[int], Judge] | None
-) -> tuple[RunLog, list[Task], Scored]:
-    """Run `run_id`'s log, its tasks, and every trial graded by this checkout's graders."""
+def _load(out: Path, run_id: str) -> RunLog:
     try:
-        log = RunLog.load(out, run_id)
+        return RunLog.load(out, run_id)
     except RunLogError as err:
         raise RegradeError(str(err)) from None
+
+
+def graded(log: RunLog, judge: Callable[[int], Judge] | None) -> tuple[RunLog, list[Task], Scored]:
+    """`log`, its tasks, and every trial graded by this checkout's graders."""
+    run_id = log.meta.run_id
     meta = log.meta
     if meta.judge is not None and judge is None:
         raise RegradeError(f"{run_id} was graded with judge {meta.judge}: give it with --judge")
@@ -84,8 +90,9 @@ def _graded(
 def regrade(
     run_id: str, out: Path, change: str, judge: Callable[[int], Judge] | None = None
 ) -> RunOutcome:
-    """A new run: `run_id`'s logged results graded by the graders of this checkout."""
-    log, tasks, scored = _graded(out, run_id, judge)
+    """`run_id`'s logged results graded by the graders of this checkout: a pass appended to
+    its log, its parquet written under a new run id of kind `grader` (the outcome's)."""
+    log, tasks, scored = graded(_load(out, run_id), judge)
     meta = log.meta
     now = datetime.now(UTC)
     new = meta.model_copy(
@@ -98,16 +105,7 @@ def regrade(
             "config": meta.config.model_copy(update={"kind": "grader", "change": change}),
         }
     )
-    header = _portable(new).model_dump(mode="json")
-    header["config"].pop("out")
-    copy = RunLog.create(out, new, header)
-    for key in sorted(scored.records):
-        copy.append_trial(log.trials[key])
-    if log.cassette is not None:
-        copy.bind_cassette(log.cassette.file, log.cassette.sha256)
-    copy.append_pass(new.judge, scored.records)
-    frame = to_frame(new, tasks, scored.records)
-    parquet = write_parquet(frame, out / "runs" / f"{new.run_id}.parquet")
+    frame, parquet = write_pass(log, new, tasks, scored)
     return RunOutcome(
         meta=new,
         frame=frame,
@@ -117,25 +115,77 @@ def regrade(
         model_calls=0,
         cached_calls=0,
         judge_calls=scored.judge_calls,
+        provenance=log.provenance(),
+        log_run=run_id,
     )
 
 
+VERDICT_KEYS = ["task_id", "trial", "dimension"]
+
+
 def check(run_id: str, out: Path, judge: Callable[[int], Judge] | None = None) -> tuple[int, int]:
-    """(verdicts that differ from the run's parquet, verdicts compared), writing nothing."""
-    log, tasks, scored = _graded(out, run_id, judge)
-    parquet = out / "runs" / f"{run_id}.parquet"
+    """(verdicts that differ from the run's parquet, verdicts compared), writing nothing. The
+    parquet compared with is the one the log's last pass binds, checked against its hash; a log
+    from before passes bound one is compared with `runs/RUN_ID.parquet` as it is."""
+    moved, compared, _ = _check(run_id, out, judge)
+    return moved, compared
+
+
+def _check(
+    run_id: str, out: Path, judge: Callable[[int], Judge] | None
+) -> tuple[int, int, tuple[RunLog, list[Task], Scored, Path]]:
+    log, tasks, scored = graded(_load(out, run_id), judge)
+    binding = log.parquet
+    parquet = out / (binding.file if binding else f"runs/{run_id}.parquet")
     try:
-        before = pd.read_parquet(parquet, columns=["task_id", "trial", "dimension", "verdict"])
-    except (OSError, ValueError) as err:
+        if binding is not None and file_hash(parquet) != binding.sha256:
+            raise RegradeError(
+                f"{parquet}: not the parquet {run_id}'s log binds (edited or replaced); "
+                "nothing to compare with"
+            )
+        before = pd.read_parquet(parquet, columns=[*VERDICT_KEYS, "verdict"])
+    except (OSError, ValueError, InputError) as err:
+        if isinstance(err, RegradeError):
+            raise
         raise RegradeError(f"{parquet}: cannot read the run's results: {err}") from None
-    after = to_frame(log.meta, tasks, scored.records)[["task_id", "trial", "dimension", "verdict"]]
-    both = before.merge(after, on=["task_id", "trial", "dimension"], how="outer")
-    return int((both["verdict_x"] != both["verdict_y"]).sum()), len(both)
+    after = to_frame(log.meta, tasks, scored.records)[[*VERDICT_KEYS, "verdict"]]
+    both = before.merge(after, on=VERDICT_KEYS, how="outer")
+    moved = int((both["verdict_x"] != both["verdict_y"]).sum())
+    return moved, len(both), (log, tasks, scored, parquet)
+
+
+def bind(run_id: str, out: Path, judge: Callable[[int], Judge] | None = None) -> int:
+    """Bind a log kept from before passes bound their parquet (see the module docstring), and
+    pack it; the number of `runs/RUN_ID.parquet`'s verdicts today's graders would change."""
+    moved, _, (log, _, scored, parquet) = _check(run_id, out, judge)
+    if log.parquet is None:
+        binding = ParquetBinding(file=f"runs/{parquet.name}", sha256=file_hash(parquet))
+        log.drop_cut_tail()
+        if moved == 0:
+            log.append_pass(log.meta.judge, scored.records, binding)
+        else:  # graded by an earlier checkout's graders: its hash bound, its verdicts its own
+            log.append_binding(log.meta.judge, binding, f"{moved} verdicts differ now")
+    log.pack()  # the form a recorded run's log is committed in
+    return moved
+
+
+def graded_earlier(run_id: str, out: Path) -> bool:
+    """The log's last pass binds a table graded by an earlier checkout (`bind`)."""
+    log = _load(out, run_id)
+    return log.passes in log.earlier
 
 
 def logged_runs(out: Path) -> list[str]:
-    """Every run with a log under `out`, oldest first."""
-    return sorted(p.name.removesuffix(".log.jsonl") for p in (out / "runs").glob("*.log.jsonl"))
+    """Every run with a log under `out` (being written, or packed), oldest first."""
+    found = {
+        p.name.removesuffix(".gz").removesuffix(SUFFIX)
+        for pattern in (f"*{SUFFIX}", f"*{PACKED}")
+        for p in (out / "runs").glob(pattern)
+    }
+    return sorted(found)
 
 
-__all__ = ["RegradeError", "TrialRecord", "check", "logged_runs", "regrade"]
+__all__ = [
+    "RegradeError", "TrialRecord", "bind", "check", "graded", "graded_earlier", "logged_runs",
+    "regrade",
+]  # fmt: skip

@@ -1,6 +1,8 @@
 """The run log: one append-only record per run, which eval, resume, regrade and replay all read.
 
-`results/runs/RUN_ID.log.jsonl`, one JSON object a line:
+`results/runs/RUN_ID.log.jsonl` while the run is written, packed into `RUN_ID.log.jsonl.gz`
+once recorded (gzip, one member per later line, so a committed log stays a byte prefix of
+itself after a regrade's pass): the committed record of the run. One JSON object a line:
 
 - line 1, `header`: the run's metadata (`RunMeta`: its configuration, with the agent's levers;
   the suite and its hash; the source and its hash; the model and judge specs; git sha and
@@ -8,24 +10,26 @@
 - `trial`: one finished trial, the agent's whole result and trace, without grades (a trial lost
   to infrastructure is logged too, and a later line for the same trial, its rerun, replaces it);
 - `cassette`: what the source answered, bound by its file name and content hash;
-- `graded`: one grading pass, every trial's verdicts as graded then. A pass is a record for
-  readers; nothing is ever graded from it: every run, resume and regrade grades the trials
-  again (`wikiqa.evals.running.scoring.score`).
+- `graded`: one grading pass, every trial's verdicts as graded then, and the parquet it was
+  written as (`ParquetBinding`). Nothing is ever graded from it (`scoring.score` grades again);
+  a parquet that does not hash to its binding is never believed (`results.load`).
 
-Every line carries `chain`, a hash over the previous line's chain and this line's content. A
-line edited, reordered, duplicated or taken from another run breaks the chain, and the log is
-refused at load, naming the line. The chain shows that a log is whole and in order, not who wrote
-it: a log someone hands you is as trustworthy as they are, which is why a log never supplies a
-model, a judge, a source URL or a verdict to this machine. A last line cut short by a kill (no
-newline) is set aside, and dropped before the next append.
-
-The parquet, the summary and the change-log row are derived from the trials and their fresh
-grades, in that direction; nothing a run wrote is read back by the same run.
+Every line carries `chain`, a hash over the previous line's chain and this line's content: a
+line edited, reordered, duplicated or taken from another run breaks it, and the log is refused
+at load, naming the line. A chain anyone can recompute shows a log whole, not who wrote it: the
+`seal` does (`seal`: an HMAC keyed in `WIKIQA_HOME`). A log is `sealed` (every line sealed here),
+`committed` (the lines not sealed here are what the repository's HEAD holds) or `foreign`
+(someone else's, or edited since): readable, comparable and regradable, it says so wherever it
+shows, and is recorded only when asked for by name. A log never supplies a model, a judge, a
+source URL or a verdict. A last line cut short by a kill is set aside, dropped before the next
+append.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import hmac
 import json
 import os
 import stat
@@ -35,14 +39,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from wikiqa.evals.running.records import RunMeta, TrialRecord
-from wikiqa.inputs import MiB, TooLarge, read_bounded
+from wikiqa.evals.running.seal import SealError, committed_lines, seal, seal_key
+from wikiqa.inputs import InputError, MiB, TooLarge, inflate, read_bounded
 from wikiqa.outputs import append_line, check_run_id, inside, write_atomic
 from wikiqa.secrets import scrub
 
 FORMAT = "wikiqa-runlog/1"
 SUFFIX = ".log.jsonl"
+PACKED = ".log.jsonl.gz"
 LIMIT = 1024 * MiB  # a whole-suite run of a real model is tens of MiB; more is not a run log
 LineKind = Literal["header", "trial", "cassette", "graded"]
+Provenance = Literal["sealed", "committed", "foreign"]
 
 
 class RunLogError(ValueError):
@@ -51,6 +58,14 @@ class RunLogError(ValueError):
 
 class CassetteBinding(BaseModel):
     """The run's cassette: its file (relative to the results folder) and its content hash."""
+
+    file: str
+    sha256: str
+
+
+class ParquetBinding(BaseModel):
+    """The parquet a grading pass was written as: its file (relative to the results folder) and
+    its content hash. A parquet that does not hash to it is not this pass's table."""
 
     file: str
     sha256: str
@@ -67,8 +82,26 @@ class Verdicts(BaseModel):
 
 
 def log_path(out: Path, run_id: str) -> Path:
-    """Where run `run_id`'s log lives under the results folder `out`."""
+    """Where run `run_id`'s log is written while it runs, under the results folder `out`."""
     return out / "runs" / f"{check_run_id(run_id)}{SUFFIX}"
+
+
+def packed_path(out: Path, run_id: str) -> Path:
+    """Where run `run_id`'s log lives once recorded (packed), under `out`."""
+    return out / "runs" / f"{check_run_id(run_id)}{PACKED}"
+
+
+def existing_log(out: Path, run_id: str) -> Path | None:
+    """Run `run_id`'s log under `out`, as it is now (being written, or packed), or None."""
+    for path in (log_path(out, run_id), packed_path(out, run_id)):
+        if path.exists() or path.is_symlink():
+            return path
+    return None
+
+
+def run_id_of(path: Path) -> str:
+    """The run id a log file is named for."""
+    return path.name.removesuffix(".gz").removesuffix(SUFFIX)
 
 
 def _canonical(data: dict[str, Any]) -> str:
@@ -89,7 +122,22 @@ class RunLog:
         self.trials: dict[tuple[str, int], TrialRecord] = {}
         self.cassette: CassetteBinding | None = None
         self.passes = 0
+        self.parquets: dict[int, ParquetBinding] = {}  # each grading pass's parquet, by pass
+        self.judges: dict[int, str | None] = {}  # each grading pass's judge, by pass
+        self.earlier: set[int] = set()  # passes binding a table graded by an earlier checkout
         self.cut_tail: str | None = None  # a last line cut short by a kill, set aside
+        self.lines = 0
+        self.unsealed: list[int] = []  # numbers of the lines this machine's key did not seal
+        self._key: bytes | None = None
+
+    @property
+    def packed(self) -> bool:
+        return self.path.name.endswith(PACKED)
+
+    @property
+    def parquet(self) -> ParquetBinding | None:
+        """The parquet of the last grading pass (None: no pass bound one)."""
+        return self.parquets.get(self.passes)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -98,7 +146,7 @@ class RunLog:
         """A new log for `meta`'s run under `out` (refused if one exists): `header` is the
         metadata as it is committed (`RunMeta` dumped, with machine paths made portable)."""
         path = inside(log_path(out, meta.run_id), out)
-        if path.exists() or path.is_symlink():
+        if existing_log(out, meta.run_id) is not None:
             raise RunLogError(f"{path}: a run log already exists; resume the run instead")
         log = cls(path, out, meta, FORMAT)
         log._append({"kind": "header", "format": FORMAT, "meta": header})
@@ -109,9 +157,37 @@ class RunLog:
         # so the chain is over exactly the bytes a reader will see.
         text = _canonical(json.loads(scrub(_canonical(body))))
         chain = _link(self._chain, text)
-        line = text[:-1] + f',"chain":"{chain}"}}' if text != "{}" else f'{{"chain":"{chain}"}}'
-        append_line(self.path, (line + "\n").encode(), self.root)
+        if self._key is None:
+            self._key = _key()
+        tail = f'"chain":"{chain}","seal":"{seal(self._key, chain)}"}}'
+        line = (text[:-1] + "," + tail if text != "{}" else "{" + tail) + "\n"
+        data = line.encode()
+        if self.packed:  # one gzip member a line: what was committed stays a byte prefix
+            data = gzip.compress(data, mtime=0)
+        append_line(self.path, data, self.root, newline=not self.packed)
         self._chain = chain
+        self.lines += 1
+
+    def pack(self) -> None:
+        """Pack a finished run's log (`RUN_ID.log.jsonl` -> `.log.jsonl.gz`), the form a
+        recorded run is committed in: the packed file is written whole, then the plain one goes."""
+        if self.packed:
+            return
+        self.drop_cut_tail()
+        data = read_bounded(self.path, LIMIT, "run log")
+        target = self.path.with_name(self.path.name + ".gz")
+        write_atomic(target, gzip.compress(data, mtime=0), self.root)
+        os.unlink(self.path)
+        self.path = target
+
+    def provenance(self) -> Provenance:
+        """Who made this log (see the module docstring): sealed here, committed, or foreign."""
+        if not self.unsealed:
+            return "sealed"
+        committed = committed_lines(self.path)
+        if committed is not None and max(self.unsealed) <= committed:
+            return "committed"
+        return "foreign"
 
     def append_trial(self, record: TrialRecord) -> None:
         """A finished trial: its result, without grades (grading is `score`'s, every time)."""
@@ -127,8 +203,14 @@ class RunLog:
         self._append({"kind": "cassette", **binding.model_dump()})
         self.cassette = binding
 
-    def append_pass(self, judge: str | None, graded: dict[tuple[str, int], TrialRecord]) -> None:
-        """A grading pass: what every trial was graded this time (a record, never an input)."""
+    def append_pass(
+        self,
+        judge: str | None,
+        graded: dict[tuple[str, int], TrialRecord],
+        parquet: ParquetBinding | None = None,
+    ) -> None:
+        """A grading pass: what every trial was graded this time (a record, never an input),
+        and the parquet it was written as (the hash a reader checks the parquet against)."""
         verdicts = [
             Verdicts(
                 task_id=r.task_id, trial=r.trial, decision=r.decision,
@@ -137,14 +219,35 @@ class RunLog:
             for _, r in sorted(graded.items())
         ]  # fmt: skip
         self.passes += 1
-        self._append({"kind": "graded", "pass": self.passes, "judge": judge, "verdicts": verdicts})
+        line: dict[str, Any] = {"kind": "graded", "pass": self.passes, "judge": judge}
+        if parquet is not None:
+            line["parquet"] = parquet.model_dump()
+            self.parquets[self.passes] = parquet
+        self.judges[self.passes] = judge
+        self._append(line | {"verdicts": verdicts})
+
+    def append_binding(self, judge: str | None, parquet: ParquetBinding, note: str) -> None:
+        """A pass that binds a parquet graded by an earlier checkout (its verdicts are the
+        parquet's, not this checkout's): the hash is vouched for, the grading is not redone."""
+        self.passes += 1
+        self.parquets[self.passes], self.judges[self.passes] = parquet, judge
+        self.earlier.add(self.passes)
+        self._append(
+            {"kind": "graded", "pass": self.passes, "judge": judge, "parquet": parquet.model_dump(),
+             "earlier_graders": note, "verdicts": []}
+        )  # fmt: skip
 
     def drop_cut_tail(self) -> None:
         """Rewrite the file without a last line cut short by a kill (before appending to it)."""
         if self.cut_tail is None:
             return
-        data = read_bounded(self.path, LIMIT, "run log")
-        write_atomic(self.path, data[: len(data) - len(self.cut_tail.encode())], self.root)
+        if self.packed:
+            text = _read_text(self.path)
+            whole = text[: len(text) - len(self.cut_tail)].encode()
+            write_atomic(self.path, gzip.compress(whole, mtime=0), self.root)
+        else:
+            data = read_bounded(self.path, LIMIT, "run log")
+            write_atomic(self.path, data[: len(data) - len(self.cut_tail.encode())], self.root)
         self.cut_tail = None
 
     # -- reading ---------------------------------------------------------------------------
@@ -154,18 +257,14 @@ class RunLog:
         """Run `run_id`'s log under `out`, every line checked: the chain, each line's shape, no
         (task, trial) twice, the header naming this run. Refused (RunLogError) at the first
         line that fails, named; a symlink, a FIFO or a device is refused before it is read."""
-        path = log_path(out, run_id)
+        path = existing_log(out, run_id) or log_path(out, run_id)
         try:
             info = os.lstat(path)
         except FileNotFoundError:
             raise RunLogError(f"{path}: no such run log") from None
         if stat.S_ISLNK(info.st_mode):
             raise RunLogError(f"{path}: a symlink; a run log is read only as a regular file")
-        try:
-            data = read_bounded(path, LIMIT, "run log").decode("utf-8")
-        except (TooLarge, UnicodeDecodeError) as err:
-            raise RunLogError(f"{path}: {err}") from None
-        lines = data.split("\n")
+        lines = _read_text(path).split("\n")
         tail = lines.pop()  # "" when the file ends with a newline, else a line cut short
         if not lines and not tail:
             raise RunLogError(f"{path}: empty")
@@ -173,13 +272,16 @@ class RunLog:
 
     @classmethod
     def _parse(cls, path: Path, out: Path, run_id: str, lines: list[str], tail: str) -> RunLog:
-        chain, log = FORMAT, None
+        chain, log, key, unsealed = FORMAT, None, _key(), []
         for number, line in enumerate(lines, 1):
             where = f"{path}:{number}"
-            body, chain = _checked(where, line, chain)
+            body, chain, sealed = _checked(where, line, chain)
+            if sealed is None or not hmac.compare_digest(sealed, seal(key, chain)):
+                unsealed.append(number)
             kind = body.get("kind")
             if number == 1:
                 log = cls(path, out, _header(where, body, run_id, out), chain)
+                log._key = key
                 continue
             if log is None or kind == "header":
                 raise RunLogError(f"{where}: a second header; this is not one run's log")
@@ -193,6 +295,7 @@ class RunLog:
         if log is None:
             raise RunLogError(f"{path}:1: no header (a line cut short)")
         log.cut_tail = tail or None
+        log.lines, log.unsealed = len(lines), unsealed
         return log
 
     def _read(self, body: dict[str, Any]) -> None:
@@ -211,26 +314,50 @@ class RunLog:
             )
         elif kind == "graded":
             self.passes = int(body["pass"])
+            self.judges[self.passes] = body.get("judge")
+            if body.get("parquet") is not None:
+                self.parquets[self.passes] = ParquetBinding.model_validate(body["parquet"])
+            if body.get("earlier_graders") is not None:
+                self.earlier.add(self.passes)
         else:
             raise RunLogError(f"unknown line kind {kind!r}")
 
 
 def find_log(run: str | Path, out: Path) -> RunLog:
-    """The log `run` names: a `*.log.jsonl` file (its results folder the one above `runs/`), or
-    a run id looked up under `out`, then its scratch area."""
+    """The log `run` names: a `*.log.jsonl` or `*.log.jsonl.gz` file (its results folder the
+    one above `runs/`), or a run id looked up under `out`, then its scratch area."""
     path = Path(run)
-    if path.name.endswith(SUFFIX) and (path.exists() or path.is_symlink()):
-        return RunLog.load(path.parent.parent, path.name.removesuffix(SUFFIX))
+    if path.name.endswith((SUFFIX, PACKED)) and (path.exists() or path.is_symlink()):
+        return RunLog.load(path.parent.parent, run_id_of(path))
     run_id = check_run_id(str(run))
     for folder in (out, out / "scratch"):
-        if log_path(folder, run_id).exists():
+        if existing_log(folder, run_id) is not None:
             return RunLog.load(folder, run_id)
     raise RunLogError(f"no log of run {run_id!r} in {out / 'runs'} or {out / 'scratch' / 'runs'}")
 
 
-def _checked(where: str, line: str, previous: str) -> tuple[dict[str, Any], str]:
-    """The line's content and chain, if the line is a JSON object whose chain follows from
-    `previous`; else RunLogError. Nesting is capped before parsing (a hostile line of `[`s)."""
+def _key() -> bytes:
+    try:
+        return seal_key()
+    except (SealError, OSError) as err:
+        raise RunLogError(str(err)) from None
+
+
+def _read_text(path: Path) -> str:
+    """A log file's text, plain or packed, bounded (a packed one as it inflates)."""
+    try:
+        data = read_bounded(path, LIMIT, "run log")
+        if path.name.endswith(".gz"):
+            data = inflate(data, path, LIMIT, "run log")
+        return data.decode("utf-8")
+    except (TooLarge, InputError, UnicodeDecodeError) as err:
+        raise RunLogError(f"{path}: {err}") from None
+
+
+def _checked(where: str, line: str, previous: str) -> tuple[dict[str, Any], str, str | None]:
+    """The line's content, chain and seal (None: unsealed), if the line is a JSON object whose
+    chain follows from `previous`; else RunLogError. Nesting is capped before parsing (a
+    hostile line of `[`s)."""
     if len(line) - len(line.lstrip("[{")) > 64:
         raise RunLogError(f"{where}: nested too deep")
     try:
@@ -240,12 +367,13 @@ def _checked(where: str, line: str, previous: str) -> tuple[dict[str, Any], str]
     if not isinstance(body, dict) or not isinstance(body.get("chain"), str):
         raise RunLogError(f"{where}: not a run-log line (no chain)")
     chain = body.pop("chain")
+    seal = body.pop("seal", None)
     if _link(previous, _canonical(body)) != chain:
         raise RunLogError(
             f"{where}: the chain breaks here: the line was edited, moved, repeated or taken "
             "from another run"
         )
-    return body, chain
+    return body, chain, seal if isinstance(seal, str) else None
 
 
 def _header(where: str, body: dict[str, Any], run_id: str, out: Path) -> RunMeta:

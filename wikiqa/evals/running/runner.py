@@ -32,7 +32,7 @@ from tqdm import tqdm
 from wikiqa.agent import Agent, AgentConfig, prompt_hash
 from wikiqa.evals.analysis.summary import Summary, summarize
 from wikiqa.evals.graders import Judge, check_not_self, decision_of
-from wikiqa.evals.paths import git_sha
+from wikiqa.evals.paths import git_sha, results_dir
 from wikiqa.evals.running.cache import (
     Cache,
     CachingModel,
@@ -43,9 +43,9 @@ from wikiqa.evals.running.cache import (
 )
 from wikiqa.evals.running.cassettes import check_replay, open_recorder, replaying, with_cassette
 from wikiqa.evals.running.executors import Executor, open_executor
-from wikiqa.evals.running.frame import to_frame, write_parquet
 from wikiqa.evals.running.locks import run_lock
-from wikiqa.evals.running.records import RunConfig, RunMeta, TrialRecord
+from wikiqa.evals.running.passes import write_pass
+from wikiqa.evals.running.records import RunConfig, RunMeta, TrialRecord, portable
 from wikiqa.evals.running.runlog import RunLog
 from wikiqa.evals.running.scoring import score
 from wikiqa.evals.running.served import open_run_model
@@ -60,15 +60,16 @@ from wikiqa.evals.tasks.task import (
 )
 from wikiqa.models import Model
 from wikiqa.outputs import check_run_id
-from wikiqa.project import relative_to_root
 from wikiqa.registry import open_source
 from wikiqa.secrets import scrub
 from wikiqa.sources import InjectionSource, WikiSource
 from wikiqa.sources.cassette import CassetteRecorder
 
 # What a resumed run must share with the run it finishes, besides every agent lever: a run
-# resumed under other values would mix two agents in one log.
-RUN_FIELDS = ("model", "source", "judge")
+# resumed under other values would mix two agents, or two measurements, in one log. A resume
+# takes none of them from the log: it is given them, and the log is checked against them.
+RUN_FIELDS = ("model", "source", "judge", "suite", "holdout", "trials", "limit", "experiment",
+              "change", "kind")  # fmt: skip
 
 
 class RunOutcome(BaseModel):
@@ -86,6 +87,12 @@ class RunOutcome(BaseModel):
     cached_calls: int
     judge_calls: int
     first_error: str | None = Field(None, description="The first infrastructure error's cause.")
+    provenance: str = Field(
+        "sealed", description="Who made the run's log: sealed (here), committed or foreign."
+    )
+    log_run: str | None = Field(
+        None, description="The run whose log holds this grading pass, when not this run's own."
+    )
 
     @property
     def all_failed(self) -> bool:
@@ -209,7 +216,7 @@ class Runner:
             refuse_held_out(all_tasks, suite_path)
         tasks = sample(all_tasks, config.limit)
         digest = bytes_hash(raw)
-        check_replay(self.source, digest)
+        check_replay(self.source, digest, (config.out, results_dir()))
         now = datetime.now(UTC)
         run_id = (
             check_run_id(resume)
@@ -225,7 +232,7 @@ class Runner:
                 self._check_resume(log.meta, digest)
                 log.drop_cut_tail()
             else:
-                header = _portable(meta).model_dump(mode="json")
+                header = portable(meta).model_dump(mode="json")
                 header["config"].pop("out")  # a log is read where it lies, never where it says
                 log = RunLog.create(config.out, meta, header)
             return self._finish(log, tasks, executor)
@@ -266,7 +273,7 @@ class Runner:
                 + ", ".join(f"{f}={old!r}" for f, old, _ in changed)
                 + "; this run sets "
                 + ", ".join(f"{f}={new!r}" for f, _, new in changed)
-                + ": resume it with the parameters it ran with"
+                + ": resume it with the parameters it ran with (nothing is taken from its log)"
             )
         cap = output_cap(self.model)
         if logged.max_tokens is not None and logged.max_tokens != cap:
@@ -326,9 +333,7 @@ class Runner:
             wanted, by_id, self.judge_for if self.judge_model else None, config.concurrency
         )
         self.judge_calls += scored.judge_calls
-        log.append_pass(meta.judge, scored.records)
-        frame = to_frame(meta, tasks, scored.records)
-        parquet = write_parquet(frame, config.out / "runs" / f"{meta.run_id}.parquet")
+        frame, parquet = write_pass(log, meta, tasks, scored)
         summary = summarize(frame)
         failed = [r for _, r in sorted(scored.records.items()) if r.failed]
         first_error = f"{failed[0].task_id}: {failed[0].cause}" if failed else None
@@ -342,6 +347,7 @@ class Runner:
             cached_calls=self.cached_calls,
             judge_calls=self.judge_calls,
             first_error=first_error,
+            provenance=log.provenance(),
         )
 
 
@@ -381,14 +387,3 @@ def run_eval(config: RunConfig, resume: str | None = None, **kwargs: Any) -> Run
     finally:
         if isinstance(runner.cache, ResponseCache):
             runner.cache.close()  # now, not whenever the collector gets to it
-
-
-def _portable(meta: RunMeta) -> RunMeta:
-    """The metadata as a run log is committed: its results folder and suite file relative to
-    the project root when inside it, so no machine's path is committed (a resume writes where it
-    is resumed, and reads its suite from the config)."""
-    out, suite = relative_to_root(meta.config.out), relative_to_root(Path(meta.suite_path))
-    config = meta.config.model_copy(update={"out": out}) if out is not None else meta.config
-    return meta.model_copy(
-        update={"config": config, "suite_path": str(suite) if suite else meta.suite_path}
-    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from pathlib import Path
 from typing import Literal
 
@@ -171,11 +172,34 @@ def refuse_held_out(tasks: list[Task], path: Path | str) -> None:
         )
 
 
+def held_out_hashes() -> set[str]:
+    """The file hashes of the held-out splits as committed: a log or row naming one of these
+    ran a held-out split, whatever its header says."""
+    folder = suites_dir()
+    return {
+        bytes_hash(read_suite(folder / f"{name}.jsonl"))
+        for name in HOLDOUTS.values()
+        if (folder / f"{name}.jsonl").exists()
+    }
+
+
+def fold(text: str) -> str:
+    """Text as a fingerprint sees it: compatibility-normalised (NFKC), without invisible format
+    characters (zero-width spaces and joiners, BOM, direction marks) or punctuation, case-folded,
+    whitespace collapsed: `Who  wrote Dune?\u200b` and `who wrote dune` are one question."""
+    kept = (
+        " " if unicodedata.category(c).startswith(("P", "Z")) else c
+        for c in unicodedata.normalize("NFKC", text)
+        if unicodedata.category(c) not in ("Cf", "Cc", "Mn") or c in "\n\t"
+    )
+    return " ".join("".join(kept).casefold().split())
+
+
 def _fingerprint(task: Task) -> str:
-    """What makes a task the same task whatever its id or file: category, folded question and
-    any planted text (dev and holdout share a question with and without an injection)."""
-    plants = task.injection.model_dump_json() if task.injection else ""
-    return f"{task.category}|{' '.join(task.question.casefold().split())}|{plants}"
+    """What makes a task the same task whatever its id, file or category: its folded question
+    and any planted text (dev and holdout share a question with and without an injection)."""
+    plants = fold(task.injection.model_dump_json()) if task.injection else ""
+    return f"{fold(task.question)}|{plants}"
 
 
 # Named suites and their held-out splits; a held-out split loads only with holdout=True.
