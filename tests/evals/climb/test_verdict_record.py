@@ -25,6 +25,8 @@ from wikiqa.project import project_root
 from wikiqa.sources import SnapshotSource
 
 HELD_OUT_RUN = "20261204T214847Z-31-qwen-reading-public2-holdout-a9e63f"  # public2's holdout
+FIRST_LOOK = "20261203T204101Z-29-hybrid-link-titles-a2742a"  # the climb's first run of it
+HELD_SUITE = "dc037db4c7fa627e"
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -128,12 +130,13 @@ def test_the_held_out_split_runs_once_whatever_the_folder_resume_regrade_or_char
     before = _tree(committed / "runs")
     # 1. another --out: the committed climb's one look still counts
     code = main(["eval", "--holdout", "--suite", "public2", "--out", str(tmp_path / "elsewhere")])
-    assert code == 1 and f"was already run ({HELD_OUT_RUN})" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 1 and f"held-out suite {HELD_SUITE} was already run ({FIRST_LOOK})" in err
     # 2. a copy of the recorded held-out log, resumed: a rerun too
     copy = tmp_path / "copy"
     (copy / "runs").mkdir(parents=True)
     shutil.copy(committed / "runs" / f"{HELD_OUT_RUN}.log.jsonl.gz", copy / "runs")
-    with pytest.raises(HoldoutRefused, match=HELD_OUT_RUN):
+    with pytest.raises(HoldoutRefused, match=f"was already run \\({FIRST_LOOK}\\)"):
         evaluate(RunConfig(suite="public2", holdout=True, trials=1, out=copy), "record",
                  resume=HELD_OUT_RUN, progress=False)  # fmt: skip
 
@@ -150,12 +153,13 @@ def test_the_held_out_split_runs_once_whatever_the_folder_resume_regrade_or_char
     assert main([*args, "--foreign", HELD_OUT_RUN]) == 0
     (row,) = changelog.read(copy)
     assert row.holdout and row.suite_hash == changelog.read(committed)[-1].suite_hash
-    # 4. held-out questions with invisible characters and another category: still held out
+    assert row.delta is None and row.delta_note == f"run {HELD_OUT_RUN} has no row in this change log to pair with"
+    # 4. held-out questions renamed, with invisible characters and punctuation: still held out
     held = [json.loads(line) for line in
             (project_root() / "experiments/suite/holdout.jsonl").read_text().splitlines()[:2]]  # fmt: skip
     for task in held:
         task["question"] = task["question"].upper() + "\u200b\u2060 !"
-        task["category"] = "factual" if task["category"] != "factual" else "multi_hop"
+        task["id"] += "-renamed"
     smuggled = tmp_path / "smuggled.jsonl"
     smuggled.write_text("".join(json.dumps(t) + "\n" for t in held))
     with pytest.raises(TaskError, match="ask held-out questions"):

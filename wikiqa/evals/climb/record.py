@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -266,7 +267,10 @@ def delta(
 
 def no_base_note(step: str, suite: str) -> str:
     """Why a step's Δ has no base: its `VS` has no row of this suite version, and the command
-    that records one."""
+    that records one. A run id (a regraded run's original) has no such command: it is a run
+    this change log never recorded."""
+    if re.match(r"\d{8}T\d{6}Z-", step):
+        return f"run {step} has no row in this change log to pair with"
     return (
         f"{step} has no row of this {suite} version to pair with: record it first "
         f"(wikiqa experiment run experiments/{step}.ipynb --record -p SUITE {suite}), or run "
