@@ -14,7 +14,7 @@ from wikiqa.agent.grounding import citation_problems
 from wikiqa.agent.prompts import prompt_hash, system_prompt, tools_for
 from wikiqa.evals import RunConfig, RunLog, TrialRecord, run_eval
 from wikiqa.evals.labels.validation import UNREADABLE, _proposed, proposals
-from wikiqa.evals.running.runner import RunOutcome
+from wikiqa.evals.running.passes import RunOutcome
 from wikiqa.experiment.params import parameters
 from wikiqa.models import SUBMIT, CitationArg, ScriptedModel, ToolResult
 from wikiqa.sources import SnapshotSource

@@ -7,7 +7,6 @@ steps in experiments/): papermill stops on a cell's error, as nbval does."""
 from __future__ import annotations
 
 import gzip
-
 import re
 from pathlib import Path
 

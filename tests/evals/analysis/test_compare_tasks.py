@@ -15,7 +15,7 @@ import pytest
 
 from wikiqa.cli.main import main
 from wikiqa.evals import RunConfig, run_eval
-from wikiqa.evals.running.runner import RunOutcome
+from wikiqa.evals.running.passes import RunOutcome
 from wikiqa.sources import Article
 from wikiqa.sources.cassette_files import article_line, read_lines
 from wikiqa.sources.protocol import normalize_title

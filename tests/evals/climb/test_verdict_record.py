@@ -153,7 +153,10 @@ def test_the_held_out_split_runs_once_whatever_the_folder_resume_regrade_or_char
     assert main([*args, "--foreign", HELD_OUT_RUN]) == 0
     (row,) = changelog.read(copy)
     assert row.holdout and row.suite_hash == changelog.read(committed)[-1].suite_hash
-    assert row.delta is None and row.delta_note == f"run {HELD_OUT_RUN} has no row in this change log to pair with"
+    assert (
+        row.delta is None
+        and row.delta_note == f"run {HELD_OUT_RUN} has no row in this change log to pair with"
+    )
     # 4. held-out questions renamed, with invisible characters and punctuation: still held out
     held = [json.loads(line) for line in
             (project_root() / "experiments/suite/holdout.jsonl").read_text().splitlines()[:2]]  # fmt: skip

@@ -14,7 +14,7 @@ import pytest
 from tests.runlogs import cut_after
 from wikiqa.cli.main import main
 from wikiqa.evals import RunConfig, evaluate, run_eval
-from wikiqa.evals.running.runner import RunOutcome
+from wikiqa.evals.running.passes import RunOutcome
 from wikiqa.experiment import climb, step
 from wikiqa.registry import open_source
 from wikiqa.sources import Article

@@ -13,11 +13,11 @@ import pytest
 from tests.evals.running.test_harness import TASKS, config
 from wikiqa.cli.main import main
 from wikiqa.evals import RunLog, run_eval
-from wikiqa.evals.running.runlog import packed_path
 from wikiqa.evals.climb import changelog, record
 from wikiqa.evals.graders import Graded
 from wikiqa.evals.running import scoring
 from wikiqa.evals.running.regrade import RegradeError, check, regrade
+from wikiqa.evals.running.runlog import packed_path
 from wikiqa.models import ExtractiveModel
 from wikiqa.sources import SnapshotSource
 

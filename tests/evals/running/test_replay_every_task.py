@@ -19,7 +19,7 @@ import pytest
 
 from wikiqa.cli.main import main
 from wikiqa.evals import RunConfig, run_eval
-from wikiqa.evals.running.runner import RunOutcome
+from wikiqa.evals.running.passes import RunOutcome
 from wikiqa.evals.tasks.task import resolve_suite
 from wikiqa.sources.cassette_files import INDEX_FOLDER, read_cassette, read_lines
 

@@ -11,9 +11,10 @@ and never renders or records it (`climb`).
 from wikiqa.evals.running.cache import CachingModel, ResponseCache
 from wikiqa.evals.running.executors import ExecutorError, LocalExecutor, open_executor
 from wikiqa.evals.running.frame import to_frame, write_parquet
+from wikiqa.evals.running.passes import RunOutcome
 from wikiqa.evals.running.records import META_COLUMNS, RunConfig, RunMeta, TrialRecord
 from wikiqa.evals.running.runlog import RunLog, RunLogError, find_log, log_path
-from wikiqa.evals.running.runner import Runner, RunOutcome, run_eval
+from wikiqa.evals.running.runner import Runner, run_eval
 
 __all__ = [
     "META_COLUMNS",

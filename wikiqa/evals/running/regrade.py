@@ -27,14 +27,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from wikiqa.evals.analysis.summary import summarize
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.paths import git_sha
 from wikiqa.evals.running.frame import to_frame
-from wikiqa.evals.running.passes import file_hash, write_pass
+from wikiqa.evals.running.passes import RunOutcome, file_hash, finish
 from wikiqa.evals.running.records import TrialRecord
 from wikiqa.evals.running.runlog import PACKED, SUFFIX, ParquetBinding, RunLog, RunLogError
-from wikiqa.evals.running.runner import RunOutcome, slug
+from wikiqa.evals.running.runner import slug
 from wikiqa.evals.running.scoring import Scored, score
 from wikiqa.evals.tasks.task import Task, bytes_hash, parse_tasks, read_suite
 from wikiqa.inputs import InputError
@@ -105,19 +104,7 @@ def regrade(
             "config": meta.config.model_copy(update={"kind": "grader", "change": change}),
         }
     )
-    frame, parquet = write_pass(log, new, tasks, scored)
-    return RunOutcome(
-        meta=new,
-        frame=frame,
-        summary=summarize(frame),
-        parquet=parquet,
-        trials_run=0,
-        model_calls=0,
-        cached_calls=0,
-        judge_calls=scored.judge_calls,
-        provenance=log.provenance(),
-        log_run=run_id,
-    )
+    return finish(log, new, tasks, scored, log_run=run_id)
 
 
 VERDICT_KEYS = ["task_id", "trial", "dimension"]

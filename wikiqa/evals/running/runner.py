@@ -25,12 +25,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
 from wikiqa.agent import Agent, AgentConfig, prompt_hash
-from wikiqa.evals.analysis.summary import Summary, summarize
 from wikiqa.evals.graders import Judge, check_not_self, decision_of
 from wikiqa.evals.paths import git_sha, results_dir
 from wikiqa.evals.running.cache import (
@@ -44,7 +41,7 @@ from wikiqa.evals.running.cache import (
 from wikiqa.evals.running.cassettes import check_replay, open_recorder, replaying, with_cassette
 from wikiqa.evals.running.executors import Executor, open_executor
 from wikiqa.evals.running.locks import run_lock
-from wikiqa.evals.running.passes import write_pass
+from wikiqa.evals.running.passes import RunOutcome, finish
 from wikiqa.evals.running.records import RunConfig, RunMeta, TrialRecord, portable
 from wikiqa.evals.running.runlog import RunLog
 from wikiqa.evals.running.scoring import score
@@ -70,37 +67,6 @@ from wikiqa.sources.cassette import CassetteRecorder
 # takes none of them from the log: it is given them, and the log is checked against them.
 RUN_FIELDS = ("model", "source", "judge", "suite", "holdout", "trials", "limit", "experiment",
               "change", "kind")  # fmt: skip
-
-
-class RunOutcome(BaseModel):
-    """A finished run: its metadata, its results table (in memory, and written as parquet) and
-    its summary, with what it cost."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    meta: RunMeta
-    frame: pd.DataFrame = Field(exclude=True, repr=False)
-    summary: Summary
-    parquet: Path
-    trials_run: int = Field(description="Trials executed now (not taken from the run log).")
-    model_calls: int = Field(description="Model calls that reached the model (cache misses).")
-    cached_calls: int
-    judge_calls: int
-    first_error: str | None = Field(None, description="The first infrastructure error's cause.")
-    provenance: str = Field(
-        "sealed", description="Who made the run's log: sealed (here), committed or foreign."
-    )
-    log_run: str | None = Field(
-        None, description="The run whose log holds this grading pass, when not this run's own."
-    )
-
-    @property
-    def all_failed(self) -> bool:
-        """Every trial ended in an infrastructure error (Wikipedia or the model down)."""
-        return (
-            self.summary.errors > 0
-            and self.summary.errors >= self.meta.tasks * self.meta.config.trials
-        )
 
 
 def _source_hash(source: WikiSource) -> str | None:
@@ -332,23 +298,10 @@ class Runner:
         scored = score(
             wanted, by_id, self.judge_for if self.judge_model else None, config.concurrency
         )
-        self.judge_calls += scored.judge_calls
-        frame, parquet = write_pass(log, meta, tasks, scored)
-        summary = summarize(frame)
-        failed = [r for _, r in sorted(scored.records.items()) if r.failed]
-        first_error = f"{failed[0].task_id}: {failed[0].cause}" if failed else None
-        return RunOutcome(
-            meta=meta,
-            frame=frame,
-            summary=summary,
-            parquet=parquet,
-            trials_run=len(todo),
-            model_calls=self.model_calls,
-            cached_calls=self.cached_calls,
-            judge_calls=self.judge_calls,
-            first_error=first_error,
-            provenance=log.provenance(),
-        )
+        return finish(
+            log, meta, tasks, scored, trials_run=len(todo), model_calls=self.model_calls,
+            cached_calls=self.cached_calls, judge_calls=self.judge_calls,
+        )  # fmt: skip
 
 
 def _imported(records: Iterable[TrialRecord]) -> str | None:
