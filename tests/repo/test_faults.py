@@ -138,17 +138,16 @@ def test_eval_reports_outages_apart_and_resume_completes_them(
     captured = capsys.readouterr()
     assert "infrastructure errors 4 (trials)" in captured.out
     run_id = next((out / "runs").glob("*.log.jsonl")).name.removesuffix(".log.jsonl")
-    assert f"--resume {run_id}" in captured.err
+    assert f"finish them with the same command and --resume {run_id}" in captured.err
     # The model comes back: the same spec now answers (it refuses, which is fine: not an outage).
     script.write_text(
         json.dumps([[{"name": "refuse", "arguments": {"reason": "Not in the fetched text."}}]])
     )
     # a resume names its model: the log never does (it could name any host, with your key)
-    assert main(["eval", "--resume", run_id, "--out", str(out)]) == 1
+    same = ["eval", "--resume", run_id, "--out", str(out), "--trials", "1", "--limit", "4"]
+    assert main(same) == 1
     assert "was made with model=" in capsys.readouterr().err
-    assert (
-        main(["eval", "--resume", run_id, "--out", str(out), "--model", f"scripted:{script}"]) == 0
-    )
+    assert main([*same, "--model", f"scripted:{script}"]) == 0
     captured = capsys.readouterr()
     assert "4 trials run now" in captured.out and "infrastructure errors 0" in captured.out
 

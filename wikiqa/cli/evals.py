@@ -151,7 +151,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         recorded = " (nothing recorded)" if outcome.all_failed and asked else ""
         echo(
             f"wikiqa: {outcome.summary.errors} trials ended in infrastructure errors{recorded}; "
-            f"the first: {outcome.first_error}; rerun with --resume {outcome.meta.run_id}",
+            f"the first: {outcome.first_error}; finish them with the same command and "
+            f"--resume {outcome.meta.run_id}",
             file=sys.stderr,
         )
         return EXIT_UNAVAILABLE

@@ -168,3 +168,25 @@ def test_the_held_out_split_runs_once_whatever_the_folder_resume_regrade_or_char
     with pytest.raises(TaskError, match="ask held-out questions"):
         run_eval(RunConfig(suite=str(smuggled), trials=1, out=tmp_path / "s"), progress=False)
     assert _tree(committed / "runs") == before  # nothing outside the output folders changed
+
+
+def test_did_it_help_pairs_a_step_with_its_vs_as_compare_does_and_nothing_else(
+    suite: Path, tmp_path: Path, tiny: SnapshotSource
+) -> None:
+    from wikiqa.experiment import compare_runs, latest_pair
+
+    out = tmp_path / "results"
+    first = _recorded(suite, tmp_path, tiny, "01_base")
+    _recorded(suite, tmp_path, tiny, "02_fewer_reads", hits_read=1)  # recorded between them
+    third = _recorded(suite, tmp_path, tiny, "03_change", against="01_base", hits_read=1)
+    assert latest_pair(out) == (first, third)  # its VS, not the row recorded just before it
+    (row,) = [r for r in changelog.read(out) if r.run_id == third]
+    assert row.delta is not None and row.delta.vs == first
+    shown = compare_runs(first, third, out).loc["tasks"]
+    assert shown["B - A [95% CI]"].startswith(f"{row.delta.tasks['diff']:+.3f} [")
+    assert shown["tasks both decided"] == row.delta.tasks["tasks"]
+    # a step with no VS is paired with nothing: "did it help?" has no A
+    fourth = _recorded(suite, tmp_path, tiny, "04_unanchored")
+    assert latest_pair(out) == (None, fourth)
+    (row,) = [r for r in changelog.read(out) if r.run_id == fourth]
+    assert row.delta is None and row.delta_note == "no base named (a step's VS)"

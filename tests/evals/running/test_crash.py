@@ -50,7 +50,7 @@ def test_sigkill_mid_run_then_resume(tmp_path: Path, session_home: Path) -> None
 
     run_id = journal.name.removesuffix(".log.jsonl")
     resumed = subprocess.run(
-        [*cli, "--resume", run_id, "--out", str(out), "--model", "extractive:delay=0.05"],
+        [*cli, *ARGS, "--resume", run_id, "--out", str(out)],  # the same command, resumed
         env=env,
         capture_output=True,
         text=True,

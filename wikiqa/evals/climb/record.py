@@ -230,11 +230,13 @@ def delta(
     and McNemar's p, so a step that only moved noise says so. This run is read from memory
     (`frame`), the base from its parquet as its log vouches for it (`results.load`). An
     exploratory run (in the scratch area) looks for its base in the committed climb too."""
-    if against is None:
-        return None, "no base named (a step's VS)"
     candidates = [(r, out) for r in earlier]
     if out.resolve() == scratch_dir().resolve() and results_dir().exists():
         candidates = [(r, results_dir()) for r in read(results_dir())] + candidates
+    if against is None:
+        if not any(r.suite == entry.suite for r, _ in candidates):
+            return None, f"the first row of suite {entry.suite}"
+        return None, "no base named (a step's VS)"
     found = [(r, at) for r, at in candidates if r.run_id == against] or [
         (r, at)
         for r, at in candidates
