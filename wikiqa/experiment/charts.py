@@ -226,7 +226,8 @@ def climb_svg(fig: Any) -> str:
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    with plt.rc_context({"svg.fonttype": "none"}):  # text as text: a tenth of the size
+        fig.savefig(buffer, format="svg", bbox_inches="tight")
     plt.close(fig)
     ns = "http://www.w3.org/2000/svg"
     ET.register_namespace("", ns)
@@ -243,11 +244,14 @@ def climb_svg(fig: Any) -> str:
 
 
 class ClimbChart:
-    """The climb chart for a notebook: shown as SVG with its tooltips (`climb_svg`)."""
+    """The climb chart for a notebook: its SVG (`climb_svg`) inline in HTML, so that hovering a
+    point shows its tooltip (an SVG shown as an image, as notebooks show `image/svg+xml`,
+    shows none)."""
 
     def __init__(self, climb: pd.DataFrame) -> None:
         self.figure = plot_climb(climb)
-        self._svg = climb_svg(self.figure)
+        self.svg = climb_svg(self.figure)
 
-    def _repr_svg_(self) -> str:
-        return self._svg
+    def _repr_mimebundle_(self, **_: Any) -> dict[str, str]:
+        html = f'<div style="max-width: 100%; overflow-x: auto">{self.svg}</div>'
+        return {"text/html": html, "text/plain": "<the climb chart: one panel per suite>"}
