@@ -153,7 +153,12 @@ def test_recording_into_the_committed_climb_rebuilds_the_results_notebooks(
     from wikiqa.experiment import rendered
 
     built: list[Path] = []
-    monkeypatch.setattr(rendered, "rebuild", lambda out: built.append(out) or [])
+
+    def rebuild(out: Path) -> list[Path]:
+        built.append(out)
+        return []
+
+    monkeypatch.setattr(rendered, "rebuild", rebuild)
     monkeypatch.setattr(rendered, "repo_results", lambda: tmp_path / "results")
     cli.render_results(tmp_path / "results")
     cli.render_results(tmp_path / "results" / "scratch")  # an exploratory folder: not rebuilt
