@@ -149,7 +149,7 @@ def test_a_results_notebook_built_from_another_change_log_is_stale(tmp_path: Pat
 def test_recording_into_the_committed_climb_rebuilds_the_results_notebooks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wikiqa.cli import experiment as cli
+    from wikiqa.cli import render as cli
     from wikiqa.experiment import rendered
 
     built: list[Path] = []

@@ -132,7 +132,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         echo(str(err))
         return 0
     if row is not None:  # the JSON on stdout stays JSON: what rebuilding says goes to stderr
-        from wikiqa.cli.experiment import render_results
+        from wikiqa.cli.render import render_results
 
         render_results(config.out, sys.stderr if args.json else None)
     if args.json:

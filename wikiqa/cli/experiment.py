@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikiqa.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, CliError
+from wikiqa.cli.render import add_render
 from wikiqa.inputs import InputError
 from wikiqa.terminal import echo
 
@@ -140,6 +141,8 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                     "suite, parameters) is already there; a rerun adds nothing"
                 )
         if step and grid_rows:
+            from wikiqa.cli.render import render_results
+
             render_results(out)
         if len(points) > 1 and grid_rows:
             echo(f"== the grid of {Path(notebook).name}, one row per point (95% intervals)")
@@ -148,49 +151,6 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
             echo(
                 f"(exploratory: written to {_shown(out)}; --record adds it to the committed climb)"
             )
-    return 0
-
-
-def render_results(out: Path, file: Any = None) -> None:
-    """Once a row is recorded into the committed climb, rebuild the results notebooks over it
-    (`experiment.rendered`): a copy built before the row would show a climb without it. A
-    notebook that fails to build is said, not raised: the row is recorded whatever happens."""
-    from wikiqa import experiment
-    from wikiqa.experiment import rendered
-
-    if not rendered.is_committed_climb(out):
-        return
-    echo("results notebooks: rebuilding over the climb with its new row", file=file, flush=True)
-    try:
-        built = rendered.rebuild(out)
-    except experiment.StepFailed as err:
-        echo(f"results notebooks: not rebuilt: {err} (`wikiqa experiment render` retries)",
-             file=file)  # fmt: skip
-        return
-    echo(f"results notebooks: {', '.join(_shown(p) for p in built)}", file=file)
-
-
-def cmd_experiment_render(args: argparse.Namespace) -> int:
-    """`wikiqa experiment render`: rebuild the results notebooks over the climb (`--out`, or
-    the committed one), or with `--check` only say which are stale (exit 1 if any)."""
-    from wikiqa import experiment
-    from wikiqa.evals import results_dir
-    from wikiqa.experiment import rendered
-
-    out = args.out or results_dir()
-    if args.check:
-        found = rendered.stale(out)
-        for line in found:
-            echo(f"stale: {line}")
-        if not found:
-            echo("results notebooks: built from the change log and notebooks as they are")
-        return 1 if found else 0
-    try:
-        built = rendered.rebuild(out)
-    except experiment.StepFailed as err:
-        raise CliError(str(err)) from err
-    for path in built:
-        echo(f"executed notebook:  {_shown(path)}")
     return 0
 
 
@@ -417,18 +377,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--out", type=Path, help="results directory (default: results/scratch/, or results/)"
     )
     exp_run.set_defaults(func=cmd_experiment_run)
-    exp_render = exp_sub.add_parser(
-        "render",
-        help="rebuild the results notebooks (hillclimb, failures) over the climb; recording a "
-        "row into results/ does it too",
-    )
-    exp_render.add_argument(
-        "--check", action="store_true", help="only say which are stale (exit 1 if any)"
-    )
-    exp_render.add_argument(
-        "--out", type=Path, help="results directory (default: results/, the committed climb)"
-    )
-    exp_render.set_defaults(func=cmd_experiment_render)
+    add_render(exp_sub)
     exp_new = exp_sub.add_parser(
         "new",
         help="start a step: copy STEP as the next numbered notebook, its Δ against STEP",

@@ -34,7 +34,7 @@ from wikiqa.experiment.notebooks import (
     requires,
 )
 from wikiqa.experiment.params import KINDS, ParameterError, StepParameters, parameters
-from wikiqa.experiment.runs import find_run, load_run
+from wikiqa.experiment.runs import find_run, load_run, recorded_trace
 from wikiqa.experiment.step import record_line, show, step, step_name_of
 from wikiqa.experiment.tables import abstention, climb_table, lines_table, table
 from wikiqa.experiment.views import (
@@ -49,7 +49,6 @@ from wikiqa.experiment.views import (
     lines,
     model_figures,
     pair_for,
-    recorded_trace,
     resolve_out,
     run_tasks,
     steps,
