@@ -55,26 +55,3 @@ def test_only_declared_parameter_names_reach_papermill(
     err = capsys.readouterr().err
     assert "no parameter named" in err and "TRIALS" in err  # says what it does declare
     assert not list(tmp_path.rglob("*.ipynb"))
-
-
-def test_the_climb_chart_never_joins_two_versions_of_a_suite() -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import pandas as pd
-
-    from wikiqa.experiment import plot_climb
-
-    rows = [
-        {"row": i + 1, "experiment": f"0{i}_x", "suite": "dev", "suite_hash": h, "trials": 3,
-         "tasks_rate": 0.3, "tasks_low": 0.2, "tasks_high": 0.4, "model": "m", "kind": "k"}
-        for i, h in enumerate(["aaaaaa11", "aaaaaa11", "bbbbbb22"])
-    ] + [{"row": 4, "experiment": "04_x", "suite": "public", "suite_hash": "cc", "trials": 1,
-          "tasks_rate": 0.2, "tasks_low": 0.1, "tasks_high": 0.3, "model": "m", "kind": "k"}]  # fmt: skip
-    fig = plot_climb(pd.DataFrame(rows))
-    dev, public = fig.axes  # one panel per suite, one legend entry per model and trial count
-    assert [t.get_text() for t in dev.get_legend().get_texts()] == ["m · 3 trials"]
-    assert [t.get_text() for t in public.get_legend().get_texts()] == ["m · 1 trial"]
-    series = dev.containers  # one errorbar per suite version: its points
-    assert [len(s.lines[0].get_xdata()) for s in series] == [2, 1]
-    assert [t.get_text() for t in dev.get_xticklabels()] == ["00", "01", "02"]

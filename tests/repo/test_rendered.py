@@ -98,3 +98,68 @@ def test_no_committed_notebook_or_result_shows_a_machine_path() -> None:
             if found:
                 leaks[name] = found[:2]
     assert not leaks, leaks
+
+
+def _outputs(notebook: Path) -> str:
+    import json
+
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return "".join("".join(o.get("text", "")) for c in cells for o in c.get("outputs", []))
+
+
+def test_the_committed_results_notebooks_are_built_from_the_climb_as_it_is() -> None:
+    """Recording a row rebuilds them (`wikiqa experiment render` does it by hand): a copy
+    built before the last row, or before its notebook changed, fails here."""
+    from wikiqa.evals.climb import read
+    from wikiqa.experiment.rendered import stale
+
+    results = ROOT / "results"
+    assert stale(results) == [], "rebuild them: wikiqa experiment render"
+    rows = read(results)
+    # every row of the change log, the newest included, and the newest run's trace replayed
+    # from its log (no model is called to render it)
+    assert f"{len(rows)} recorded runs in" in _outputs(results / "notebooks" / "hillclimb.ipynb")
+    failures = _outputs(results / "notebooks" / "failures.ipynb")
+    assert f"run {rows[-1].run_id} ·" in failures
+    assert "log recorded it" in failures and "[search]" in failures and "[decision]" in failures
+    assert "model unavailable" not in failures
+
+
+def test_a_results_notebook_built_from_another_change_log_is_stale(tmp_path: Path) -> None:
+    import shutil
+
+    from wikiqa.experiment.rendered import stale
+
+    (tmp_path / "notebooks").mkdir()
+    for name in ("hillclimb", "failures"):
+        shutil.copy(ROOT / "results" / "notebooks" / f"{name}.ipynb", tmp_path / "notebooks")
+    changelog = (ROOT / "results" / "changelog.jsonl").read_bytes()
+    (tmp_path / "changelog.jsonl").write_bytes(changelog)
+    assert stale(tmp_path) == []
+    # one figure of one row changed, as a hand edit or a row recorded since would
+    (tmp_path / "changelog.jsonl").write_bytes(changelog.replace(b'"errors": 0', b'"errors": 1', 1))
+    assert stale(tmp_path) == [
+        "hillclimb: built before changelog.jsonl last changed",
+        "failures: built before changelog.jsonl last changed",
+    ]
+    (tmp_path / "notebooks" / "failures.ipynb").unlink()
+    assert stale(tmp_path)[1] == "failures: not built"
+
+
+def test_recording_into_the_committed_climb_rebuilds_the_results_notebooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wikiqa.cli import render as cli
+    from wikiqa.experiment import rendered
+
+    built: list[Path] = []
+
+    def rebuild(out: Path) -> list[Path]:
+        built.append(out)
+        return []
+
+    monkeypatch.setattr(rendered, "rebuild", rebuild)
+    monkeypatch.setattr(rendered, "repo_results", lambda: tmp_path / "results")
+    cli.render_results(tmp_path / "results")
+    cli.render_results(tmp_path / "results" / "scratch")  # an exploratory folder: not rebuilt
+    assert built == [tmp_path / "results"]

@@ -131,6 +131,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except NothingNew as err:  # a rerun of a recorded row: nothing ran, nothing to add
         echo(str(err))
         return 0
+    if row is not None:  # the JSON on stdout stays JSON: what rebuilding says goes to stderr
+        from wikiqa.cli.render import render_results
+
+        render_results(config.out, sys.stderr if args.json else None)
     if args.json:
         echo(outcome.model_dump_json(indent=2))
     else:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikiqa.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, CliError
+from wikiqa.cli.render import add_render
 from wikiqa.inputs import InputError
 from wikiqa.terminal import echo
 
@@ -139,6 +140,10 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
                     "change log:         not recorded: a row with the same inputs (clean commit, "
                     "suite, parameters) is already there; a rerun adds nothing"
                 )
+        if step and grid_rows:
+            from wikiqa.cli.render import render_results
+
+            render_results(out)
         if len(points) > 1 and grid_rows:
             echo(f"== the grid of {Path(notebook).name}, one row per point (95% intervals)")
             echo(_grid_table(grid_rows))
@@ -372,6 +377,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--out", type=Path, help="results directory (default: results/scratch/, or results/)"
     )
     exp_run.set_defaults(func=cmd_experiment_run)
+    add_render(exp_sub)
     exp_new = exp_sub.add_parser(
         "new",
         help="start a step: copy STEP as the next numbered notebook, its Δ against STEP",

@@ -82,7 +82,10 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         except (Busy, ForeignRecord) as err:
             raise CliError(str(err)) from None
         if row is not None:
+            from wikiqa.cli.render import render_results
+
             echo(f"change log: kind grader, paired Δ {delta_text(row)}")
+            render_results(out)
     return 0
 
 

@@ -8,7 +8,14 @@ gold answer, stage by stage, read from its journal), `tables` and `charts` (what
 `notebooks` (which step is current, grids, execution).
 """
 
-from wikiqa.experiment.charts import plot, plot_climb, plot_risk_coverage, rates
+from wikiqa.experiment.charts import (
+    ClimbChart,
+    climb_svg,
+    plot,
+    plot_climb,
+    plot_risk_coverage,
+    rates,
+)
 from wikiqa.experiment.drift import drift_between, drift_line, with_drift
 from wikiqa.experiment.losses import losses_by_stage, losses_text
 from wikiqa.experiment.notebooks import (
@@ -27,7 +34,7 @@ from wikiqa.experiment.notebooks import (
     requires,
 )
 from wikiqa.experiment.params import KINDS, ParameterError, StepParameters, parameters
-from wikiqa.experiment.runs import find_run, load_run
+from wikiqa.experiment.runs import find_run, load_run, recorded_trace
 from wikiqa.experiment.step import record_line, show, step, step_name_of
 from wikiqa.experiment.tables import abstention, climb_table, lines_table, table
 from wikiqa.experiment.views import (
@@ -41,8 +48,10 @@ from wikiqa.experiment.views import (
     latest_pair,
     lines,
     model_figures,
+    pair_for,
     resolve_out,
     run_tasks,
+    steps,
     summary_of,
     unlike_runs,
 )
@@ -53,11 +62,13 @@ __all__ = [
     "KINDS",
     "NOTHING_NEW",
     "STEP_CALL",
+    "ClimbChart",
     "ParameterError",
     "StepFailed",
     "StepParameters",
     "abstention",
     "climb",
+    "climb_svg",
     "climb_table",
     "compare_runs",
     "confusion",
@@ -82,6 +93,7 @@ __all__ = [
     "missing_extra",
     "model_figures",
     "new_step",
+    "pair_for",
     "parameters",
     "plot",
     "plot_climb",
@@ -90,12 +102,14 @@ __all__ = [
     "rates",
     "read_notebook",
     "record_line",
+    "recorded_trace",
     "requires",
     "resolve_out",
     "run_tasks",
     "show",
     "step",
     "step_name_of",
+    "steps",
     "summary_of",
     "table",
     "unlike_runs",

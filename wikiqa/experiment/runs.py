@@ -86,3 +86,32 @@ def record_note(frame: pd.DataFrame) -> str:
     origin, _, rebuilt = kept.partition(", ")
     note = RECORD_NOTES.get(origin, origin)
     return note + ("; its parquet did not match its log, rebuilt from the log" if rebuilt else "")
+
+
+def recorded_trace(
+    frame: pd.DataFrame, task_id: str, out: Path | None = None
+) -> tuple[str, list[str]] | None:
+    """A task's trace in a run as the run's log recorded it, without a model call: its first
+    failing trial (else its first trial), every search, fetch, model call and decision, then
+    what it returned. (where it came from, its lines), or None when the run kept no log or
+    the log holds no such trial (a regrade's trials are its original run's)."""
+    from wikiqa.evals.running.runlog import find_log
+
+    base = out or results_dir()
+    run_id = str(frame["run_id"].iloc[0])
+    try:
+        log_run = log_run_of(find_run(run_id, out), base) or run_id
+        log = find_log(log_run, base)
+    except (RunLogError, FileNotFoundError, InputError, OSError):
+        return None
+    rows = frame[frame["task_id"] == task_id]
+    failing = sorted(set(rows[rows["verdict"] == "fail"]["trial"])) or sorted(set(rows["trial"]))
+    record = next((log.trials[(task_id, int(t))] for t in failing if (task_id, int(t)) in log.trials),
+                  None)  # fmt: skip
+    if record is None:
+        return None
+    output = record.result.output
+    said = (f"answer: {output.text}" if hasattr(output, "text")
+            else f"refusal ({getattr(output, 'reason_code', '?')}): {output.reason}")  # fmt: skip
+    where = f"trial {record.trial} as run {log_run}'s log recorded it ({log.provenance()})"
+    return where, [*(event.line() for event in record.result.trace), said]

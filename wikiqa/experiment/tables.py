@@ -74,13 +74,17 @@ SMALL: Any = [{"selector": "td, th", "props": "font-size: 12px; padding: 2px 5px
 def climb_table(climb: pd.DataFrame) -> Any:
     """The climb as a reader sees it, within 1,400 px: one row per recorded run in order; each
     cell wraps by line, never inside a number (a count over its interval, a step over its kind,
-    the Δ over the step it is against); "-" where a dimension did not apply; the change last."""
+    the Δ over the step it is against); "-" where a dimension did not apply; the change last.
+    Under a step, what vouches for its row when it is not its own log: `no log kept` (shown,
+    not regradable) or `FOREIGN log` (someone else's, recorded by name)."""
     if not len(climb):
         return climb
     rows = []
     for _, r in climb.iterrows():
+        kept = str(r.get("record", "log"))
+        note = {"log": "", "foreign log": "\nFOREIGN log"}.get(kept, f"\n{kept}")
         row: dict[Hashable, str] = {
-            "step": f"{r['experiment']}\n{r['kind']}",
+            "step": f"{r['experiment']}\n{r['kind']}{note}",
             "suite": f"{r['suite']}\n×{r['trials']} trial{'s' if r['trials'] != 1 else ''}",
         }
         for column in [*COLUMNS, "tasks"]:

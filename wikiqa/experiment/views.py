@@ -3,6 +3,7 @@ the answer/refuse confusion matrix, failures with the grader's evidence."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,11 @@ from wikiqa.evals import Task, load_tasks, resolve_suite, results_dir
 from wikiqa.evals.analysis import COLUMNS, render, summarize, task_verdicts, trial_verdicts
 from wikiqa.evals.analysis.compare import DifferentSuites, compare
 from wikiqa.evals.analysis.stats import count_text, wilson
-from wikiqa.evals.climb.changelog import ChangelogRow, delta_text, read, unlike
+from wikiqa.evals.climb.changelog import ChangelogRow, delta_text, log_kept, read, unlike
 from wikiqa.evals.tasks.task import HOLDOUTS
 from wikiqa.experiment.drift import drift_cell
 from wikiqa.experiment.runs import load_run
-from wikiqa.inputs import loads
+from wikiqa.inputs import InputError, loads
 from wikiqa.project import project_root
 from wikiqa.registry import model_levers
 
@@ -26,9 +27,14 @@ def climb(out: Path | None = None) -> pd.DataFrame:
     line (`model · suite`: the model without where it was served, its options being the
     `lever`), passes/applicable per dimension, each rate's 95% interval, and the paired Δ of
     tasks passing everything against the row it names (`vs`), or why there is none, and what
-    makes that row unlike this one (`unlike`: another model, source or judge)."""
+    makes that row unlike this one (`unlike`: another model, source or judge). The Δ's figures
+    are columns too (`delta`, `delta_low`, `delta_high`, `delta_p`); `significant` only where
+    the pair is like with like (`like`): McNemar's verdict on a pair of another model, source
+    or judge is not the change's. `record` says what vouches for the row (`log`, `foreign log`,
+    `no log kept`)."""
     records = []
-    rows = read(out or results_dir())
+    folder = out or results_dir()
+    rows = read(folder)
     by_id = {r.run_id: r for r in rows}
     for number, r in enumerate(rows, start=1):
         model, lever = model_levers(r.model)
@@ -45,18 +51,82 @@ def climb(out: Path | None = None) -> pd.DataFrame:
             record["tasks"] = count_text(*r.tasks_pass)
             record |= _rate_columns("tasks", *r.tasks_pass)
         delta = r.delta.tasks if r.delta else None
+        base = _base_of(r, by_id)
+        differs = unlike(base, r) if base is not None else []
+        # significance is claimed only like with like: a Δ against a row of another model,
+        # source or judge (or a base that cannot be read back) measures that difference too
+        like = delta is not None and base is not None and not differs
+        significant = like and bool(delta and delta["significant"])
+        record |= {
+            "delta": delta["diff"] if delta else None,
+            "delta_low": delta["ci"][0] if delta else None,
+            "delta_high": delta["ci"][1] if delta else None,
+            "delta_p": delta["mcnemar_p"] if delta else None,
+            "like": like,
+            "significant": significant,
+        }
         record["Δ tasks [95% CI]"] = (
             f"{delta['diff']:+.3f} [{delta['ci'][0]:+.2f}, {delta['ci'][1]:+.2f}]"
-            + (" *" if delta["significant"] else "")
+            + (" *" if significant else "")
             if delta
             else "-"
         )
         record["vs"] = r.delta.vs_experiment if r.delta else (r.delta_note or "-")
-        base = by_id.get(r.delta.vs) if r.delta else None
-        record["unlike"] = "; ".join(unlike(base, r)) if base is not None else ""
+        record["unlike"] = (
+            "; ".join(differs)
+            if differs
+            else ("its base's row is not in this change log" if delta and base is None else "")
+        )
         record["drift"] = drift_cell(r, out) if r.delta else None
+        record["record"] = _record_cell(r, folder)
         records.append(record)
     return pd.DataFrame.from_records(records)
+
+
+def steps(climb: pd.DataFrame) -> pd.DataFrame:
+    """One row per step of each suite, in step order (the climb's chart points): of a step's
+    rows on a suite, the newest whose Δ is against another step (what the step changed), else
+    the newest that is not a regrade of the step itself, else the newest. A regrade's Δ
+    against its own original measures the grader, not the step, so it does not stand for it."""
+    if not len(climb):
+        return climb
+    chosen = []
+    for _, group in climb.groupby(["suite", "experiment"], sort=False):
+        against = group["vs"].astype(str)
+        has_delta = group["delta"].notna() if "delta" in group else group["vs"].isna()
+        changes = group[has_delta & (against != group["experiment"])]
+        itself = has_delta & (against == group["experiment"])
+        pick = changes if len(changes) else group[~itself] if (~itself).any() else group
+        chosen.append(pick.iloc[-1])
+    frame = pd.DataFrame(chosen)
+    order = frame["experiment"].map(step_order)
+    frame = frame.assign(_order=order).sort_values(["suite", "_order", "experiment"])
+    return frame.drop(columns="_order").reset_index(drop=True)
+
+
+def step_order(experiment: object) -> int:
+    """A step's number (`NN_name`), for ordering; unnumbered names last."""
+    head = str(experiment).split("_", 1)[0]
+    return int(head) if head.isdigit() else 10**6
+
+
+def _base_of(row: ChangelogRow, by_id: dict[str, ChangelogRow]) -> ChangelogRow | None:
+    """The row a row's Δ is against: in its own change log, else (an exploratory run paired
+    with the committed climb) in the committed one."""
+    if row.delta is None:
+        return None
+    if row.delta.vs not in by_id and results_dir().exists():
+        with contextlib.suppress(InputError):
+            by_id = by_id | {r.run_id: r for r in read(results_dir())}
+    return by_id.get(row.delta.vs)
+
+
+def _record_cell(row: ChangelogRow, out: Path) -> str:
+    """What vouches for a row, as the change log says it: `log`, `foreign log`, `no log kept`."""
+    try:
+        return log_kept(row, out)
+    except (InputError, OSError, ValueError):
+        return "log unreadable"
 
 
 def _rate_columns(name: str, passes: int, applicable: int) -> dict[str, float | None]:
@@ -77,6 +147,29 @@ def latest_pair(out: Path | None = None) -> tuple[str | None, str | None]:
         return None, None
     newest = rows[-1]
     return (newest.delta.vs if newest.delta is not None else None), newest.run_id
+
+
+def pair_for(
+    run_b: str | None = None, run_a: str | None = None, out: Path | None = None
+) -> tuple[str | None, str | None, str]:
+    """(A, B, why) for "did it help?": B is `run_b` or the newest recorded row; A is `run_a`
+    when given, else the row B's Δ was recorded against (its step's `VS`, `latest_pair`'s
+    rule), else None, and `why` says plainly why B has no A: a step is never paired with a row
+    other than its base."""
+    rows = read(out or results_dir())
+    if run_b is None and not rows:
+        return None, None, "no recorded run yet"
+    b = run_b or rows[-1].run_id
+    if run_a is not None:
+        return run_a, b, "RUN_A, as given"
+    row = next((r for r in reversed(rows) if r.run_id == b), None)
+    if row is None:
+        return None, b, f"{b} is not a recorded row: name the run to compare it with (RUN_A)"
+    if row.delta is None:
+        why = row.delta_note or "no base named (a step's VS)"
+        return None, b, f"{row.experiment} ({row.suite}) has no Δ: {why}"
+    base = row.delta.vs_experiment
+    return row.delta.vs, b, f"{base}, the base {row.experiment}'s Δ was recorded against"
 
 
 def unlike_runs(a: str, b: str, out: Path | None = None) -> list[str]:
