@@ -14,7 +14,8 @@ import pytest
 from tests.runlogs import cut_after, trial_keys
 from wikiqa.cli import main
 from wikiqa.evals.climb import changelog
-from wikiqa.experiment import StepFailed, execute, experiments_dir
+from wikiqa.experiment import StepFailed, execute, experiments_dir, printed
+from wikiqa.outputs import UnsafeWrite
 from wikiqa.project import ROOT_ENV, project_root
 
 EXPERIMENTS = experiments_dir()
@@ -167,3 +168,43 @@ def test_a_committed_log_resumes_into_the_folder_it_is_resumed_in(
     assert outcome.trials_run == 2 and outcome.meta.config.out == out
     assert row is not None and row.parquet == f"runs/{first.meta.run_id}.parquet"
     assert (out / "changelog.jsonl").exists() and not (elsewhere / "results").exists()
+
+
+def _tiny_notebook(path: Path) -> Path:
+    cells = [
+        {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "X = 1",
+         "outputs": [], "execution_count": None},
+        {"cell_type": "code", "metadata": {}, "source": "print(X * 2)", "outputs": [],
+         "execution_count": None},
+    ]  # fmt: skip
+    meta = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    path.write_text(json.dumps({"cells": cells, "metadata": meta, "nbformat": 4,
+                                "nbformat_minor": 5}))  # fmt: skip
+    return path
+
+
+@pytest.mark.slow
+def test_the_executed_notebook_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    out, victim = tmp_path / "results", tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    notebook = _tiny_notebook(tmp_path / "tiny.ipynb")
+    (out / "notebooks").mkdir(parents=True)
+    (out / "notebooks" / "tiny-x=3.running.ipynb").symlink_to(victim)
+    executed = execute(notebook, {"X": 3}, out)
+    assert victim.read_text() == "keep me"
+    assert executed == out / "notebooks" / "tiny-x=3.ipynb" and not executed.is_symlink()
+    assert "6" in printed(executed)
+    (out / "notebooks" / "tiny-x=4.ipynb").symlink_to(victim)  # the final name itself
+    with pytest.raises(UnsafeWrite, match="a symlink"):
+        execute(notebook, {"X": 4}, out)
+    assert victim.read_text() == "keep me"
+
+
+def test_a_linked_notebooks_folder_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    out, elsewhere = tmp_path / "results", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out.mkdir()
+    (out / "notebooks").symlink_to(elsewhere)
+    with pytest.raises(UnsafeWrite, match="a symlink"):
+        execute(_tiny_notebook(tmp_path / "tiny.ipynb"), {"X": 3}, out)
+    assert list(elsewhere.iterdir()) == []
