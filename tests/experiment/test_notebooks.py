@@ -208,3 +208,28 @@ def test_a_linked_notebooks_folder_is_refused_before_anything_runs(tmp_path: Pat
     with pytest.raises(UnsafeWrite, match="a symlink"):
         execute(_tiny_notebook(tmp_path / "tiny.ipynb"), {"X": 3}, out)
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_base_name_is_never_pasted_into_code(tmp_path: Path) -> None:
+    """`experiment new --from PATH` writes the base's name into the parameters cell as a string
+    literal, whatever characters the file name holds."""
+    import ast
+
+    from wikiqa.experiment.notebooks import new_step
+
+    stem = 'x" + str(__import__("os").getpid()) + "'
+    base = tmp_path / f"{stem}.ipynb"
+    shutil.copy(EXPERIMENTS / "01_agent_baseline.ipynb", base)
+    folder = tmp_path / "experiments"
+    folder.mkdir()
+    created = new_step("try it", str(base), folder)
+    cells = json.loads(created.read_text())["cells"]
+    cell = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
+    tree = ast.parse("".join(cell["source"]))
+    values = {
+        node.targets[0].id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
+    assert isinstance(values["VS"], ast.Constant) and values["VS"].value == stem
+    assert not any(isinstance(node, ast.Call) for node in ast.walk(tree))

@@ -386,7 +386,9 @@ def _parameters_for(cell: str, title: str, base: str) -> str:
     wanted = {
         "CHANGE": f"CHANGE = {json.dumps(title, ensure_ascii=False)}  # what this step changes "
         "(free text)",
-        "VS": f'VS = "{base}"  # the step this one changes: the Δ is against its latest row',
+        # a file name may hold any character: it goes in as a string literal, never as code
+        "VS": f"VS = {json.dumps(base)}  # the step this one changes: the Δ is against its "
+        "latest row",
     }
     lines = []
     for line in cell.splitlines():
