@@ -15,6 +15,7 @@ from tests.runlogs import cut_after, trial_keys
 from wikiqa.cli import main
 from wikiqa.evals.climb import changelog
 from wikiqa.experiment import StepFailed, execute, experiments_dir, printed
+from wikiqa.experiment.notebooks import grid
 from wikiqa.outputs import UnsafeWrite
 from wikiqa.project import ROOT_ENV, project_root
 
@@ -233,3 +234,30 @@ def test_a_base_name_is_never_pasted_into_code(tmp_path: Path) -> None:
     }
     assert isinstance(values["VS"], ast.Constant) and values["VS"].value == stem
     assert not any(isinstance(node, ast.Call) for node in ast.walk(tree))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("[" * 100_000, "-p CHANGE: JSON nested deeper than"),
+        ("9" * 5001, "-p CHANGE: invalid JSON"),
+    ],
+)
+def test_a_parameter_value_json_cannot_read_is_one_line_naming_it(
+    value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wikiqa.inputs import InputError
+
+    with pytest.raises(InputError, match=message):
+        grid([("CHANGE", value)])
+    argv = [
+        "experiment",
+        "run",
+        str(EXPERIMENTS / "01_agent_baseline.ipynb"),
+        "-p",
+        "CHANGE",
+        value,
+    ]
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

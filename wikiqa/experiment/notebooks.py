@@ -53,7 +53,7 @@ def grid(params: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
     """`-p NAME VALUE` pairs to runs: a name given several values makes a grid (cartesian)."""
     values: dict[str, list[Any]] = {}
     for name, raw in params:
-        values.setdefault(name, []).append(_coerce(raw))
+        values.setdefault(name, []).append(_coerce(raw, f"-p {name}"))
     names = list(values)
     return [
         dict(zip(names, combo, strict=True)) for combo in itertools.product(*values.values())
@@ -94,10 +94,11 @@ class _KnownParameters(logging.Filter):
         return not (message.startswith(prefix) and message[len(prefix) :] in self.names)
 
 
-def _coerce(raw: str) -> Any:
-    """Parameter values as papermill's CLI reads them: JSON when it parses, else the string."""
+def _coerce(raw: str, where: str) -> Any:
+    """Parameter values as papermill's CLI reads them: JSON when it parses, else the string;
+    JSON too deep or a number too long to convert is an InputError naming the parameter."""
     try:
-        return json.loads(raw)
+        return loads(raw, where)
     except json.JSONDecodeError:
         return raw
 
