@@ -84,6 +84,8 @@ def alias(gguf: Path) -> str:
             continue
         if gguf.resolve() == where.resolve():
             return entry.alias
+    if not gguf.is_file():  # named only (a cluster's driver, a check before the server starts)
+        return gguf.stem.lower()
     info = gguf.stat()
     return f"{gguf.stem.lower()}-{_digest(gguf.resolve(), info.st_size, info.st_mtime_ns)[:12]}"
 
