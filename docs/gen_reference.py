@@ -55,6 +55,11 @@ OTHER_VARIABLES: dict[str, tuple[str, str]] = {
         "internal: the process id a local-model server started for a run polls, so it exits "
         "with that process",
     ),
+    "WIKIQA_SERVER_KEY": (
+        "set by wikiqa",
+        "internal: the random key a local-model server started for a run requires of every "
+        "call (a new one at each start; never the user's API key)",
+    ),
     "WIKIQA_STEP": (
         "set by wikiqa",
         "internal: the step notebook's file name, passed to the notebook papermill runs",

@@ -8,12 +8,20 @@ links to that is not a page (an executed notebook, a figures file) is copied int
 `repo/`, its path kept, and linked there; a link to a folder becomes its path in code. A link to
 nothing is a warning, which `strict: true` turns into a failed build, as mkdocs does for links
 between docs pages.
+
+Only a regular file inside the checkout, reached through no symlink, is a page or is copied: a
+committed link (`notes.txt -> /proc/self/environ`) would otherwise publish what it points at, the
+build's environment and its keys included; a link to one is a link to nothing. And raw HTML in a
+page's prose is escaped, shown as the text it is: a write-up's `<script>` or `onerror=` never
+runs in the page.
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,10 +33,29 @@ import gen_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
+def _published(repo_path: str) -> bool:
+    """Whether `repo_path` (relative to the checkout) is a regular file inside it, with no
+    symlink on the way: the only kind of file the site copies or renders."""
+    if repo_path.startswith(("..", "/")):
+        return False
+    current = ROOT
+    for part in Path(repo_path).parts:
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            return False
+        if stat.S_ISLNK(mode):
+            return False
+    return stat.S_ISREG(mode)
+
+
 # repository path -> the page it becomes in the site
 EXTRA = {"README.md": "index.md"} | {
     f"results/reports/{p.name}": f"reports/{p.name}"
     for p in sorted((ROOT / "results" / "reports").glob("*.md"))
+    if _published(f"results/reports/{p.name}")
 }
 FENCE = re.compile(r"^(```|~~~)")
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
@@ -61,7 +88,7 @@ def _linked_files(files: Files, docs_dir: Path) -> set[str]:
             if not path or re.match(r"^[a-z][a-z0-9+.-]*:", path) or path.startswith("/"):
                 continue
             repo_path = posixpath.normpath(posixpath.join(posixpath.dirname(here), path))
-            if not repo_path.startswith("..") and (ROOT / repo_path).is_file():
+            if _published(repo_path):
                 found.add(repo_path)
     return found
 
@@ -92,7 +119,10 @@ def _rewrite(match: re.Match[str], here: str, uri: str, pages: dict[str, str]) -
         return f"{bang}[{text}]({relative}{anchor})"
     if repo_path.startswith("..") or not (ROOT / repo_path).exists():
         return match.group(0)  # mkdocs warns: a link to nothing (strict: the build fails)
-    if (ROOT / repo_path).is_file():  # copied into the site by on_files
+    if (ROOT / repo_path).is_symlink() or (ROOT / repo_path).is_file():
+        if not _published(repo_path):  # a link, or under one: not copied, so a broken link
+            return match.group(0)
+        # copied into the site by on_files
         relative = posixpath.relpath(f"repo/{repo_path}", posixpath.dirname(uri) or ".")
         return f"{bang}[{text}]({relative}{anchor})"
     plain = text.strip("`")
@@ -120,7 +150,17 @@ def _rewrite_text(text: str, here: str, uri: str, pages: dict[str, str]) -> str:
             return m.group(0)
         return _rewrite(m, here, uri, pages)
 
-    return LINK.sub(one, text)
+    return _escape_html(LINK.sub(one, text))
+
+
+def _escape_html(text: str) -> str:
+    """Prose with every `<` outside inline code written `&lt;`: Python-Markdown passes raw HTML
+    (inline and block) through to the page; in code it is escaped already."""
+    out, last = [], 0
+    for m in INLINE_CODE.finditer(text):
+        out += [text[last : m.start()].replace("<", "&lt;"), m.group(0)]
+        last = m.end()
+    return "".join([*out, text[last:].replace("<", "&lt;")])
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:

@@ -62,8 +62,10 @@ def is_served(spec: str) -> bool:
     return base == "local" or (base.startswith("local:") and len(base) > len("local:"))
 
 
-def open_model(spec: str = "extractive") -> Model:
-    """Build a model from its spec string (imports each provider's SDK only when asked)."""
+def open_model(spec: str = "extractive", api_key: str | None = None) -> Model:
+    """Build a model from its spec string (imports each provider's SDK only when asked);
+    `api_key` is an `openai:` server's own key (a local server's, started for this process),
+    sent in place of the configured one."""
     kind, _, rest = spec.partition(":")
     if kind == "extractive":
         from wikiqa.models import ExtractiveModel
@@ -80,7 +82,9 @@ def open_model(spec: str = "extractive") -> Model:
         # Split at the `@` that starts the URL: the URL may hold one too (`http://user:pw@host`).
         at = re.search(r"@(?=https?://)", rest) or re.search(r"@[^@]*$", rest)
         model, base_url = (rest[: at.start()], rest[at.start() + 1 :]) if at else (rest, "")
-        return OpenAIModel(model, base_url=base_url or None, options=_options(extra))
+        return OpenAIModel(
+            model, base_url=base_url or None, api_key=api_key, options=_options(extra)
+        )
     if kind == "scripted" and rest:
         from wikiqa.models import ScriptedModel
 

@@ -581,3 +581,25 @@ def test_two_addresses_holding_healthz_bodies_do_not_lock_out_token_holders() ->
             t.join(timeout=10)
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_a_forwarded_for_header_does_not_make_a_new_client() -> None:
+    """uvicorn trusts proxy headers from loopback by default: each anonymous request with a new
+    X-Forwarded-For would be a new client to the rate limit. Not unless a proxy is configured."""
+    server, port = _serve({"WIKIQA_API_TOKEN": "wq-forwarded-token-5b1e", "WIKIQA_RATE_LIMIT": "1"})
+    try:
+        codes = []
+        for n in range(30):
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/healthz", headers={"X-Forwarded-For": f"10.0.0.{n}"}
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=5) as response:
+                    codes.append(response.status)
+            except urllib.error.HTTPError as err:
+                codes.append(err.code)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert codes.count(429) >= 20, codes

@@ -4,8 +4,10 @@ escaped by every command that prints them, and `--json` output still parses to t
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ import pytest
 from wikiqa.cli import main
 from wikiqa.sources import Article, Provenance, SearchHit
 from wikiqa.sources.cassette_files import CASSETTE_FORMAT, Header, article_line, header_line
-from wikiqa.terminal import printable
+from wikiqa.terminal import echo, printable
 
 CLEAR = "\x1b[2J\x1b[H"  # clear the screen, cursor home
 TITLE = "\x1b]0;owned\x07"  # set the window title
@@ -133,3 +135,28 @@ def test_a_scripted_answer_and_an_error_naming_a_file_are_escaped(
     assert main(["eval", "--suite", str(odd), "--out", str(tmp_path / "o")]) == 1
     err = _clean(capsys.readouterr().err)
     assert "tasks\\u001b[2J\\u001b[H.jsonl:1: invalid JSON" in err
+
+
+def test_echo_scrubs_secrets_from_what_it_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    out = io.StringIO()
+    echo(f"wikiqa: infrastructure error on t1: 400 authorization: Bearer {key} and {key}", file=out)
+    assert key not in out.getvalue()
+    assert out.getvalue().count("***") == 2
+
+
+def test_a_step_progress_line_reaches_the_terminal_scrubbed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step papermill runs writes its progress to the kernel's own stderr, past the notebook
+    and past the CLI's scrubbed streams."""
+    import importlib
+
+    step = importlib.import_module("wikiqa.experiment.step")
+
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "__stderr__", terminal)
+    step._tell_terminal("wikiqa: infrastructure error on t1: 400 {'authorization': 'Bearer sk-x1'}")
+    assert "sk-x1" not in terminal.getvalue()
+    assert "infrastructure error on t1" in terminal.getvalue()

@@ -14,7 +14,9 @@ import pytest
 from tests.runlogs import cut_after, trial_keys
 from wikiqa.cli import main
 from wikiqa.evals.climb import changelog
-from wikiqa.experiment import StepFailed, execute, experiments_dir
+from wikiqa.experiment import StepFailed, execute, experiments_dir, printed
+from wikiqa.experiment.notebooks import grid
+from wikiqa.outputs import UnsafeWrite
 from wikiqa.project import ROOT_ENV, project_root
 
 EXPERIMENTS = experiments_dir()
@@ -167,3 +169,95 @@ def test_a_committed_log_resumes_into_the_folder_it_is_resumed_in(
     assert outcome.trials_run == 2 and outcome.meta.config.out == out
     assert row is not None and row.parquet == f"runs/{first.meta.run_id}.parquet"
     assert (out / "changelog.jsonl").exists() and not (elsewhere / "results").exists()
+
+
+def _tiny_notebook(path: Path) -> Path:
+    cells = [
+        {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "X = 1",
+         "outputs": [], "execution_count": None},
+        {"cell_type": "code", "metadata": {}, "source": "print(X * 2)", "outputs": [],
+         "execution_count": None},
+    ]  # fmt: skip
+    meta = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    path.write_text(json.dumps({"cells": cells, "metadata": meta, "nbformat": 4,
+                                "nbformat_minor": 5}))  # fmt: skip
+    return path
+
+
+@pytest.mark.slow
+def test_the_executed_notebook_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    out, victim = tmp_path / "results", tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    notebook = _tiny_notebook(tmp_path / "tiny.ipynb")
+    (out / "notebooks").mkdir(parents=True)
+    (out / "notebooks" / "tiny-x=3.running.ipynb").symlink_to(victim)
+    executed = execute(notebook, {"X": 3}, out)
+    assert victim.read_text() == "keep me"
+    assert executed == out / "notebooks" / "tiny-x=3.ipynb" and not executed.is_symlink()
+    assert "6" in printed(executed)
+    (out / "notebooks" / "tiny-x=4.ipynb").symlink_to(victim)  # the final name itself
+    with pytest.raises(UnsafeWrite, match="a symlink"):
+        execute(notebook, {"X": 4}, out)
+    assert victim.read_text() == "keep me"
+
+
+def test_a_linked_notebooks_folder_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    out, elsewhere = tmp_path / "results", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out.mkdir()
+    (out / "notebooks").symlink_to(elsewhere)
+    with pytest.raises(UnsafeWrite, match="a symlink"):
+        execute(_tiny_notebook(tmp_path / "tiny.ipynb"), {"X": 3}, out)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_base_name_is_never_pasted_into_code(tmp_path: Path) -> None:
+    """`experiment new --from PATH` writes the base's name into the parameters cell as a string
+    literal, whatever characters the file name holds."""
+    import ast
+
+    from wikiqa.experiment.notebooks import new_step
+
+    stem = 'x" + str(__import__("os").getpid()) + "'
+    base = tmp_path / f"{stem}.ipynb"
+    shutil.copy(EXPERIMENTS / "01_agent_baseline.ipynb", base)
+    folder = tmp_path / "experiments"
+    folder.mkdir()
+    created = new_step("try it", str(base), folder)
+    cells = json.loads(created.read_text())["cells"]
+    cell = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
+    tree = ast.parse("".join(cell["source"]))
+    values = {
+        node.targets[0].id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
+    assert isinstance(values["VS"], ast.Constant) and values["VS"].value == stem
+    assert not any(isinstance(node, ast.Call) for node in ast.walk(tree))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("[" * 100_000, "-p CHANGE: JSON nested deeper than"),
+        ("9" * 5001, "-p CHANGE: invalid JSON"),
+    ],
+)
+def test_a_parameter_value_json_cannot_read_is_one_line_naming_it(
+    value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wikiqa.inputs import InputError
+
+    with pytest.raises(InputError, match=message):
+        grid([("CHANGE", value)])
+    argv = [
+        "experiment",
+        "run",
+        str(EXPERIMENTS / "01_agent_baseline.ipynb"),
+        "-p",
+        "CHANGE",
+        value,
+    ]
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

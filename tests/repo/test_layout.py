@@ -12,6 +12,7 @@ from __future__ import annotations
 import graphlib
 import importlib
 import pkgutil
+import subprocess
 from collections.abc import Mapping, Set
 from pathlib import Path
 
@@ -90,3 +91,18 @@ def test_each_package_declares_its_surface(name: str) -> None:
     assert len(surface) == len(set(surface))
     for public in surface:
         assert getattr(package, public) is not None, f"{name}.{public}"
+
+
+def test_no_committed_file_is_a_symlink() -> None:
+    """A committed symlink points wherever its target is on the machine that checks it out (a
+    venv elsewhere, `/proc/self/environ`); every reader and the docs build would follow it."""
+    root = PACKAGE.parent
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    listing = subprocess.run(
+        ["git", "ls-files", "-s", "-z"], cwd=root, capture_output=True, check=True
+    ).stdout.decode("utf-8", "replace")
+    entries = [e for e in listing.split("\0") if e]
+    assert len(entries) > 100  # the listing really covers the checkout
+    links = [e.split("\t", 1)[1] for e in entries if e.startswith("120000 ")]
+    assert links == []

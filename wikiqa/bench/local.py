@@ -44,11 +44,11 @@ def bench_local(
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "calls.jsonl"
         log.touch()
-        process, spec = local_model.start(model, log=log, timeout=300)
+        process, spec, key = local_model.start(model, log=log, timeout=300)
         try:
             if options:  # in place of the model's own (`tool_choice=auto` to compare)
                 spec = spec.partition(";")[0] + f";{options}"
-            asker = Agent(open_model(spec), SnapshotSource(), config)
+            asker = Agent(open_model(spec, api_key=key), SnapshotSource(), config)
             calls: list[dict[str, Any]] = []
             per_task: list[dict[str, Any]] = []
             for index, task in enumerate(tasks):

@@ -88,10 +88,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # keep-alive 5 s; then (Shield) the per-client rate limit, and for token holders only the
     # body 10 s and 64 requests in flight: a request without the token is answered from its
     # headers. uvicorn's own limit_concurrency is off: it counted idle sockets, so a flood of
-    # them starved token holders.
+    # them starved token holders. Proxy headers only from proxies named: uvicorn trusts them from
+    # loopback by default, and a client naming a new address in each X-Forwarded-For would be a
+    # new client to the rate limit each time.
+    proxies = args.forwarded_allow_ips
     uvicorn.run(
         app, host=args.host, port=args.port, log_level=args.log_level, http=guarded_protocol(token),
         timeout_keep_alive=5, limit_concurrency=None, h11_max_incomplete_event_size=16 * 1024,
+        proxy_headers=bool(proxies), forwarded_allow_ips=proxies or "",
     )  # fmt: skip
     return 0
 
@@ -130,6 +134,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="requests a second one client (its bearer token, or its address) may make, in "
         "bursts of 2N; over it: 429 with Retry-After; 0: no limit (env WIKIQA_RATE_LIMIT, "
         "default 10)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--forwarded-allow-ips", metavar="IPS",
+        help="the proxies (comma-separated addresses) whose X-Forwarded-For names the client; "
+        "default none: a client is the address it connects from",
     )  # fmt: skip
     add_agent_flags(serve)
     serve.set_defaults(func=cmd_serve)

@@ -12,6 +12,7 @@ import json
 import keyword
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 from wikiqa.evals import results_dir
 from wikiqa.experiment.params import COMMON
 from wikiqa.inputs import InputError, MiB, loads, read_text
+from wikiqa.outputs import inside, write_atomic
 from wikiqa.project import (
     ROOT_ENV,
     ProjectNotFound,
@@ -51,7 +53,7 @@ def grid(params: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
     """`-p NAME VALUE` pairs to runs: a name given several values makes a grid (cartesian)."""
     values: dict[str, list[Any]] = {}
     for name, raw in params:
-        values.setdefault(name, []).append(_coerce(raw))
+        values.setdefault(name, []).append(_coerce(raw, f"-p {name}"))
     names = list(values)
     return [
         dict(zip(names, combo, strict=True)) for combo in itertools.product(*values.values())
@@ -92,10 +94,11 @@ class _KnownParameters(logging.Filter):
         return not (message.startswith(prefix) and message[len(prefix) :] in self.names)
 
 
-def _coerce(raw: str) -> Any:
-    """Parameter values as papermill's CLI reads them: JSON when it parses, else the string."""
+def _coerce(raw: str, where: str) -> Any:
+    """Parameter values as papermill's CLI reads them: JSON when it parses, else the string;
+    JSON too deep or a number too long to convert is an InputError naming the parameter."""
     try:
-        return json.loads(raw)
+        return loads(raw, where)
     except json.JSONDecodeError:
         return raw
 
@@ -115,19 +118,26 @@ class StepFailed(RuntimeError):
 
 
 def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None) -> Path:
-    """Run one notebook with papermill; the executed copy goes to results/notebooks/. It is
-    written beside its final name and renamed only on success: a failed run never overwrites an
-    earlier good copy (committed or not); it is kept as `NAME.failed.ipynb` to read."""
+    """Run one notebook with papermill; the executed copy goes to results/notebooks/. Papermill
+    writes it, as it runs, into a private folder of its own beside the final name
+    (`NAME.XXXX.running/`, made afresh: nothing planted can be in it); the finished copy is then
+    written like every other output (`write_atomic`: never through a symlink, whole or not at
+    all). A failed run never overwrites an earlier good copy (committed or not); it is kept as
+    `NAME.failed.ipynb` to read."""
     import papermill as pm
 
-    folder = (out or results_dir()) / "notebooks"
+    root = out or results_dir()
+    folder = inside(root / "notebooks", root)  # a linked folder would put the copy elsewhere
     folder.mkdir(parents=True, exist_ok=True)
+    inside(folder, root)
     # named by the parameters that make the run (not where it writes, the free CHANGE text, nor
     # RESUME: a resumed step is the step it resumes)
     shown = {k: v for k, v in parameters.items() if k not in {"OUT", "RECORD", "CHANGE", "RESUME"}}
     suffix = "".join(f"-{_slug(k.lower())}={_slug(v)}" for k, v in shown.items())
     target = folder / f"{notebook.stem}{suffix}.ipynb"
-    partial = target.with_suffix(".running.ipynb")
+    inside(target, root)  # refused before the run, not after it
+    running = Path(tempfile.mkdtemp(prefix=f"{target.stem}.", suffix=".running", dir=folder))
+    partial = running / target.name
     # The kernel is a child process: it inherits these. It runs in the notebook's folder, which
     # may lie outside the project (a copied step): it works in the caller's project all the same.
     names = {STEP_ENV: notebook.stem} | _caller_project()
@@ -148,16 +158,18 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
         failed = target.with_suffix(".failed.ipynb")
         # a step that ran nothing, or one stopped by Ctrl-C, has no executed copy worth reading
         if isinstance(err, KeyboardInterrupt) or getattr(err, "ename", "") == NOTHING_NEW:
-            partial.unlink(missing_ok=True)
+            partial.unlink(missing_ok=True)  # (its folder goes below)
             if isinstance(err, KeyboardInterrupt):
+                shutil.rmtree(running, ignore_errors=True)
                 # nbclient's polling tasks are abandoned with the kernel it shut down; when they
                 # are collected asyncio would log "Task exception was never retrieved" and a
                 # DeadKernelError traceback under the interrupted message. The process is ending.
                 logging.getLogger("asyncio").setLevel(logging.CRITICAL)
                 raise
-        if partial.exists():
+        if partial.is_file():
             _scrub_file(partial)
-            os.replace(partial, failed)
+            write_atomic(failed, partial.read_bytes(), root)
+        shutil.rmtree(running, ignore_errors=True)
         kept = f"; the earlier {target.name} is kept" if target.exists() else ""
         where = f"executed copy: {failed}" if failed.exists() else "no executed copy"
         raise StepFailed(f"{_last_line(err)} ({where}{kept})", err) from err
@@ -170,7 +182,8 @@ def execute(notebook: Path, parameters: dict[str, Any], out: Path | None = None)
                 os.environ[name] = value
     _scrub_file(partial)  # cell outputs may quote a key from a model API's error text
     _name_paths(partial, notebook, target)
-    os.replace(partial, target)
+    write_atomic(target, partial.read_bytes(), root)
+    shutil.rmtree(running, ignore_errors=True)
     return target
 
 
@@ -200,7 +213,7 @@ def _caller_project() -> dict[str, str]:
 
 def _name_paths(executed: Path, notebook: Path, target: Path) -> None:
     """Papermill's metadata names the notebook it ran and the file it wrote: say them as the
-    project knows them (relative to its root, the final name, not `.running.ipynb`), so a
+    project knows them (relative to its root, the final name, not the running copy's), so a
     committed notebook holds no path of the machine that ran it."""
 
     def shown(path: Path) -> str:
@@ -317,8 +330,6 @@ def new_step(name: str, base: str, folder: Path | None = None) -> Path:
     to fill in, and its `parameters` cell saying the step it changes (`VS = "<base>"`: the Δ's
     base, whatever was recorded last) and its change text; the base is kept in the notebook's
     metadata too (`wikiqa.from`). The copy keeps the base's levers and any extra it requires."""
-    from wikiqa.outputs import write_atomic
-
     folder = folder if folder is not None else experiments_dir()
     source = _step_named(base, folder)
     slug = "_".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
@@ -376,7 +387,9 @@ def _parameters_for(cell: str, title: str, base: str) -> str:
     wanted = {
         "CHANGE": f"CHANGE = {json.dumps(title, ensure_ascii=False)}  # what this step changes "
         "(free text)",
-        "VS": f'VS = "{base}"  # the step this one changes: the Δ is against its latest row',
+        # a file name may hold any character: it goes in as a string literal, never as code
+        "VS": f"VS = {json.dumps(base)}  # the step this one changes: the Δ is against its "
+        "latest row",
     }
     lines = []
     for line in cell.splitlines():

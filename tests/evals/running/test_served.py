@@ -57,12 +57,18 @@ def test_the_threads_of_one_process_take_turns_at_its_server(
     client = _OneAtATime()
     started: list[Path | None] = []
 
-    def start(model: Any) -> tuple[_Process, str]:
+    def start(model: Any) -> local_model.Served:
         started.append(model)
-        return _Process(), "openai:tiny@http://127.0.0.1:9/v1"
+        return local_model.Served(_Process(), "openai:tiny@http://127.0.0.1:9/v1", "server-key")  # type: ignore[arg-type]
 
     monkeypatch.setattr(local_model, "start", start)
-    monkeypatch.setattr(served, "open_model", lambda spec: client)
+    keys: list[str | None] = []
+
+    def open_model(spec: str, api_key: str | None = None) -> _OneAtATime:
+        keys.append(api_key)
+        return client
+
+    monkeypatch.setattr(served, "open_model", open_model)
     monkeypatch.setattr(served, "_servers", {})
     monkeypatch.setattr(served, "_turns", {})
     # two models on the same file (an answerer and a regrade's judge, say) share its server
@@ -74,3 +80,4 @@ def test_the_threads_of_one_process_take_turns_at_its_server(
         thread.join(timeout=30)
     assert client.calls == 8 and client.most == 1
     assert started == [gguf.resolve()]  # one server for the file, started once
+    assert set(keys[-2:]) == {"server-key"}  # its calls carry the server's key, not the user's

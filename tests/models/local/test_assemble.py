@@ -176,7 +176,8 @@ def test_serving_by_name_finds_the_assembled_file_and_its_alias(
     path = local_model.gguf_for("tiny", progress=False)  # assembled on first use
     assert path == tmp_path / "home" / "models" / "tiny.gguf" and verified(tiny) == path
     assert local_model.alias(path) == "tiny-gguf"
-    assert local_model.alias(tmp_path / "Other.Q4.gguf") == "other.q4"  # a path: its stem
+    (tmp_path / "Other.Q4.gguf").write_bytes(b"GGUF")
+    assert local_model.alias(tmp_path / "Other.Q4.gguf").startswith("other.q4-")  # stem, hash
     with pytest.raises(
         local_model.LocalModelError, match=r"no such model file .*known model names: smollm2, qwen"
     ):

@@ -147,15 +147,18 @@ def test_the_server_command_runs_our_handler_and_names_the_model_after_its_file(
     tmp_path: Path,
 ) -> None:
     gguf = tmp_path / "Qwen2.5-0.5B-Instruct.Q4_K_M.gguf"
+    gguf.write_bytes(b"GGUF")
+    named = local_model.alias(gguf)
+    assert named.startswith("qwen2.5-0.5b-instruct.q4_k_m-")  # never the SmolLM2 alias
     command = local_model.server_command(gguf, "127.0.0.1", 8099)
     flags = dict(zip(command[3::2], command[4::2], strict=True))
     assert command[1:3] == ["-m", "wikiqa.models.local.server"]
     assert flags["--chat_format"] == "wikiqa-tools" and flags["--port"] == "8099"
-    assert flags["--model_alias"] == "qwen2.5-0.5b-instruct.q4_k_m"  # never the SmolLM2 alias
+    assert flags["--model_alias"] == named
     assert flags["--host"] == "127.0.0.1" and flags["--model"] == str(gguf)
     assert (
         local_model.spec("127.0.0.1", 8099, local_model.alias(gguf))
-        == "openai:qwen2.5-0.5b-instruct.q4_k_m@http://127.0.0.1:8099/v1"
+        == f"openai:{named}@http://127.0.0.1:8099/v1"
     )
 
 

@@ -25,8 +25,14 @@ pytestmark = pytest.mark.local
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[str]:
-    process, spec = local_model.start()
+    process, spec, key = local_model.start()
+    saved = os.environ.get("OPENAI_API_KEY")
+    os.environ["OPENAI_API_KEY"] = key  # what reaches this server: its own key
     yield spec
+    if saved is None:
+        os.environ.pop("OPENAI_API_KEY", None)
+    else:
+        os.environ["OPENAI_API_KEY"] = saved
     process.terminate()
     process.wait(timeout=30)
 
@@ -96,7 +102,7 @@ def test_a_small_eval_records_every_verdict(served: str, tmp_path: Path) -> None
 
 def test_the_server_returns_openai_tool_calls_within_max_tokens(served: str) -> None:
     model, base_url = served.removeprefix("openai:").split("@", 1)
-    client = openai.OpenAI(api_key="not-needed", base_url=base_url, timeout=300)
+    client = openai.OpenAI(api_key=os.environ["OPENAI_API_KEY"], base_url=base_url, timeout=300)
     tool: Any = {
         "type": "function",
         "function": {
@@ -146,7 +152,7 @@ def test_the_server_gives_each_tokens_logprob_when_asked(served: str) -> None:
     the tokens spelling the reply, log-probabilities at most 0, the alternatives best first and
     the sampled token (greedy, no grammar) the likeliest of them."""
     model, base_url = served.removeprefix("openai:").split("@", 1)
-    client = openai.OpenAI(api_key="not-needed", base_url=base_url, timeout=300)
+    client = openai.OpenAI(api_key=os.environ["OPENAI_API_KEY"], base_url=base_url, timeout=300)
     messages: list[Any] = [{"role": "user", "content": "Who wrote Hamlet? Answer in two words."}]
     reply = client.chat.completions.create(
         model=model, messages=messages, max_tokens=8, logprobs=True, top_logprobs=5

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -80,6 +81,117 @@ def test_start_tells_the_server_whose_child_it_is(
     monkeypatch.setattr(subprocess, "Popen", popen)
     monkeypatch.setattr(serving, "gguf_for", lambda model: tmp_path / "m.gguf")
     monkeypatch.setitem(sys.modules, "llama_cpp", object())
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")  # its alias is named by its content
     with pytest.raises(Stop):
         serving.start(tmp_path / "m.gguf", port=8123)
     assert seen[PARENT_ENV] == str(os.getpid())
+
+
+# A stand-in for llama.cpp's server with `--api_key`: 401 without the key, 200 with it; it
+# writes the environment it was given to the file named by its first argument.
+_KEYED_SERVER = textwrap.dedent(
+    """
+    import http.server, json, os, sys
+    json.dump(dict(os.environ), open(sys.argv[1], "w"))
+    key = os.environ["WIKIQA_SERVER_KEY"]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            ok = self.headers.get("Authorization") == f"Bearer {key}"
+            self.send_response(200 if ok else 401)
+            self.end_headers()
+            self.wfile.write(b'{"data": []}')
+
+        def log_message(self, *args):
+            pass
+
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[2])), Handler).serve_forever()
+    """
+)
+
+
+class _Squatter:
+    """A process that bound the port first: it answers every call with 200, noting headers."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        seen: list[dict[str, str]] = []
+        self.seen = seen
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                seen.append(dict(self.headers))
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b'{"data": []}')
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def _fake_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]) -> None:
+    from wikiqa.models.local import serving
+
+    monkeypatch.setattr(serving, "server_command", lambda *args, **kwargs: command)
+    monkeypatch.setattr(serving, "gguf_for", lambda model: tmp_path / "m.gguf")
+    monkeypatch.setitem(sys.modules, "llama_cpp", object())
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+
+
+@pytest.mark.slow
+def test_a_process_squatting_the_port_is_never_taken_for_the_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from wikiqa.models.local import serving
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-user-key-never-sent-4411")
+    squatter = _Squatter()
+    try:
+        # the real server, finding the port taken, exits; the squatter answers in its place
+        _fake_start(monkeypatch, tmp_path, [sys.executable, "-c", "import time; time.sleep(1)"])
+        with pytest.raises(serving.LocalModelError, match="another process holds that port"):
+            serving.start(tmp_path / "m.gguf", port=squatter.port, timeout=20)
+    finally:
+        squatter.server.shutdown()
+    assert squatter.seen  # it was asked, and answered 200 to a call without the key
+    assert "sk-user-key-never-sent-4411" not in json.dumps(squatter.seen)
+
+
+@pytest.mark.slow
+def test_the_server_gets_a_key_of_its_own_and_none_of_the_users(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from wikiqa.models.local import serving
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-user-key-never-sent-4411")
+    port = serving.free_port()
+    seen = tmp_path / "env.json"
+    _fake_start(monkeypatch, tmp_path, [sys.executable, "-c", _KEYED_SERVER, str(seen), str(port)])
+    started = serving.start(tmp_path / "m.gguf", port=port, timeout=30)
+    try:
+        env = json.loads(seen.read_text())
+        assert "sk-user-key-never-sent-4411" not in env.values()
+        assert env[serving.KEY_ENV] == started.key and len(started.key) >= 32
+        assert started.spec.endswith(f"@http://127.0.0.1:{port}/v1")
+    finally:
+        started.process.kill()
+        started.process.wait()
+
+
+def test_two_model_files_of_one_name_are_two_models(tmp_path: Path) -> None:
+    from wikiqa.models.local import serving
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "model.gguf").write_bytes(b"GGUF one")
+    (tmp_path / "b" / "model.gguf").write_bytes(b"GGUF two")
+    first, second = (serving.alias(tmp_path / d / "model.gguf") for d in "ab")
+    assert first != second and first.startswith("model-")
+    (tmp_path / "b" / "model.gguf").write_bytes(b"GGUF one")  # the same content: the same model
+    assert serving.alias(tmp_path / "b" / "model.gguf") == first

@@ -26,8 +26,8 @@ from wikiqa.registry import is_served as is_served  # where every spec kind is n
 from wikiqa.registry import open_model
 
 _lock = threading.Lock()
-# gguf path ("" for the shipped default) -> (server process, the spec that reaches it)
-_servers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+# gguf path ("" for the shipped default) -> the server started for it (process, spec, key)
+_servers: dict[str, local_model.Served] = {}
 # gguf path -> the lock a call to its server holds: llama.cpp's server answers one call at a
 # time, so callers wait their turn here, not inside a request whose timeout is running
 _turns: dict[str, threading.Lock] = {}
@@ -93,7 +93,7 @@ class ServedModel:
         self._spec = canonical_spec(spec)
         # a bad option (an unknown lever) is said now, not mid-run
         self._client = open_model(self._spec)
-        self._model: tuple[str, Model] | None = None  # (the server's spec, the model on it)
+        self._model: tuple[local_model.Served, Model] | None = None  # (its server, the model)
 
     @property
     def spec(self) -> str:
@@ -115,19 +115,16 @@ class ServedModel:
         key = str(gguf or "")
         with _lock:
             running = _servers.get(key)
-            if running is None or running[0].poll() is not None:
+            if running is None or running.process.poll() is not None:
                 if gguf is not None and not gguf.is_file():
                     raise local_model.LocalModelError(f"{gguf}: no such model file")
-                process, actual = local_model.start(gguf)
                 if not _servers:
                     atexit.register(stop_all)
-                _servers[key] = running = (process, actual)
-            actual = running[1]
-            if self._model is None or self._model[0] != actual:  # one client per server
-                self._model = (
-                    actual,
-                    open_model(join_options(actual, self.given.partition(";")[2])),
-                )
+                _servers[key] = running = local_model.start(gguf)
+            if self._model is None or self._model[0] is not running:  # one client per server
+                spec = join_options(running.spec, self.given.partition(";")[2])
+                # the server's own key, never the user's OPENAI_API_KEY
+                self._model = (running, open_model(spec, api_key=running.key))
             return self._model[1], _turns.setdefault(key, threading.Lock())
 
     def __call__(
@@ -148,9 +145,9 @@ class ServedModel:
 def stop_all() -> None:
     """Stop every server this process started (the end of a run, or of a host actor)."""
     with _lock:
-        for process, _ in _servers.values():
+        for process, _, _ in _servers.values():
             process.terminate()
-        for process, _ in _servers.values():
+        for process, _, _ in _servers.values():
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:

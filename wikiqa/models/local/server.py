@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +27,7 @@ from llama_cpp import llama_chat_format, llama_grammar
 from llama_cpp.server import __main__ as llama_server
 
 from wikiqa.models.local.chat import END, call_schema, parse_reply, render_prompt
-from wikiqa.models.local.serving import PARENT_ENV, exit_with_parent
+from wikiqa.models.local.serving import KEY_ENV, PARENT_ENV, exit_with_parent
 from wikiqa.models.textcalls import CLOSE, OPEN
 
 CHAT_FORMAT = "wikiqa-tools"
@@ -229,5 +230,7 @@ llama_chat_format.register_chat_completion_handler(CHAT_FORMAT)(handler)
 if __name__ == "__main__":
     if os.environ.get(PARENT_ENV):
         exit_with_parent(int(os.environ[PARENT_ENV]))
+    if os.environ.get(KEY_ENV):  # llama.cpp's server refuses a call without it (401)
+        sys.argv += ["--api_key", os.environ.pop(KEY_ENV)]
     serve: Callable[[], None] = llama_server.main  # parses llama_cpp.server's own flags
     serve()

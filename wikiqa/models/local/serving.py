@@ -13,14 +13,19 @@ our tool-call chat handler (`wikiqa.models.local.chat` says why not llama-cpp-py
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+import secrets
 import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 from wikiqa.models.local.catalog import DEFAULT, MODELS, KnownModel, known
 
@@ -67,8 +72,9 @@ def gguf_for(model: str | Path | None = None, progress: bool = True) -> Path:
 
 
 def alias(gguf: Path) -> str:
-    """The name the server gives the model: a known model's alias, else the file's stem, so two
-    different files never share a spec (nor cached responses)."""
+    """The name the server gives the model: a known model's alias, else the file's stem and the
+    start of its content's sha256, so two different files never share a spec (nor cached
+    responses), whatever they are called, and the same file is the same model wherever it lies."""
     from wikiqa.models.local.assemble import assembled_path
 
     for entry in MODELS.values():
@@ -78,7 +84,20 @@ def alias(gguf: Path) -> str:
             continue
         if gguf.resolve() == where.resolve():
             return entry.alias
-    return gguf.stem.lower()
+    if not gguf.is_file():  # named only (a cluster's driver, a check before the server starts)
+        return gguf.stem.lower()
+    info = gguf.stat()
+    return f"{gguf.stem.lower()}-{_digest(gguf.resolve(), info.st_size, info.st_mtime_ns)[:12]}"
+
+
+@functools.lru_cache(maxsize=16)
+def _digest(path: Path, size: int, mtime_ns: int) -> str:
+    """sha256 of a model file, once per process for a file as it is (size and time key it)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(8 * 1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def server_command(
@@ -99,6 +118,17 @@ def spec(host: str, port: int, name: str = ALIAS) -> str:
 
 
 PARENT_ENV = "WIKIQA_SERVER_PARENT"
+# The per-start key the server requires (`server.py` passes it to llama.cpp's server as
+# `--api_key`): in the environment, which only its own user can read, not on its command line.
+KEY_ENV = "WIKIQA_SERVER_KEY"
+
+
+class Served(NamedTuple):
+    """A started server: its process, the spec that reaches it, and the key it requires."""
+
+    process: subprocess.Popen[bytes]
+    spec: str
+    key: str
 
 
 def exit_with_parent(parent: int, poll: float = 1.0) -> threading.Thread:
@@ -137,12 +167,18 @@ def start(
     timeout: float = 120.0,
     log: Path | None = None,
     threads: int | None = None,
-) -> tuple[subprocess.Popen[bytes], str]:
+) -> Served:
     """Start the server for a model name or GGUF path (default SmolLM2) in the background and
-    wait until it answers; returns (process, spec). The server exits when this process does,
-    however it ends (`exit_with_parent`). With `log`, the server appends every raw
+    wait until it answers; returns (process, spec, key). The server exits when this process
+    does, however it ends (`exit_with_parent`). With `log`, the server appends every raw
     completion and llama.cpp's timings for it to that JSONL file. `threads`: llama.cpp's
-    (None: the `WIKIQA_SERVER_THREADS` setting, 2 by default)."""
+    (None: the `WIKIQA_SERVER_THREADS` setting, 2 by default).
+
+    The port is found free, then bound by the server a few seconds later: another local process
+    may bind it in between and answer in its place. So the server gets a random key of its own
+    for this start (and none of this process's secrets), calls send that key and never the
+    user's, and the server counts as started only once it answers that key and refuses a call
+    without it, which no squatter that does not know the key can do."""
     try:
         import llama_cpp  # noqa: F401
     except ImportError as err:
@@ -151,9 +187,14 @@ def start(
         from wikiqa.config import Settings
 
         threads = Settings().server_threads
+    from wikiqa.secrets import secret_values
+
     port = port or free_port(PORT)
     gguf = gguf_for(model)
-    env = os.environ | {PARENT_ENV: str(os.getpid())}  # it exits with this process
+    key = secrets.token_urlsafe(32)
+    held = set(secret_values())
+    env = {name: value for name, value in os.environ.items() if value not in held}
+    env |= {PARENT_ENV: str(os.getpid()), KEY_ENV: key}  # it exits with this process
     env |= {"WIKIQA_LOCAL_LOG": str(log)} if log is not None else {}
     process = subprocess.Popen(
         server_command(gguf, host, port, threads=threads),
@@ -162,12 +203,26 @@ def start(
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            urllib.request.urlopen(f"http://{host}:{port}/v1/models", timeout=2).read()
-            return process, spec(host, port, alias(gguf))
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise LocalModelError(f"llama.cpp server did not start on {host}:{port}") from None
-            time.sleep(0.2)
+    while not (_answers(host, port, key) == 200 and _answers(host, port, None) == 401):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise LocalModelError(
+                f"llama.cpp server did not start on {host}:{port} (or another process holds "
+                "that port)"
+            )
+        time.sleep(0.2)
+    return Served(process, spec(host, port, alias(gguf)), key)
+
+
+def _answers(host: str, port: int, key: str | None) -> int:
+    """The status `GET /v1/models` gets with `key` (or none); 0 when nothing answers."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    request = urllib.request.Request(f"http://{host}:{port}/v1/models", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=2) as response:
+            response.read()
+            return int(response.status)
+    except urllib.error.HTTPError as err:
+        return err.code
+    except OSError:
+        return 0
