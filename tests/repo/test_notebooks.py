@@ -132,7 +132,9 @@ def test_step_01_records_the_agent_baseline(steps: dict[str, dict[str, object]])
     dims = row["dimensions"]
     assert isinstance(dims, dict)
     assert dims["faithfulness"][0] >= 30 and dims["injection"] == [3, 3]
-    assert row["tasks_pass"] == [15, 41]  # 13 before K2's "second-highest" stopped failing Everest
+    # 13 before K2's "second-highest" stopped failing Everest; 15 before the short answers
+    # and the corroboration check (a refused answer to an unanswerable question passes)
+    assert row["tasks_pass"] == [16, 41]
 
 
 @pytest.mark.slow
@@ -142,8 +144,8 @@ def test_step_02_changes_one_lever_and_records_its_effect(
     base, step = steps["01_agent_baseline"], steps["02_read_more_hits"]
     assert step["model"] == "extractive:hits_read=5" and step["kind"] == "retrieval"
     assert step["prompt_hash"] == base["prompt_hash"] and step["suite_hash"] == base["suite_hash"]
-    assert step["dimensions"]["attribution"] == [16, 27]  # type: ignore[index]
-    assert base["dimensions"]["attribution"] == [15, 27]  # type: ignore[index]
+    assert step["dimensions"]["attribution"] == [17, 27]  # type: ignore[index]
+    assert base["dimensions"]["attribution"] == [16, 27]  # type: ignore[index]
     out = Path(str(steps["_out"]["path"]))
     markdown = (out / "CHANGELOG.md").read_text()
     assert markdown.count("\n| 20") == 3 and "extractive hits_read 3 -> 5" in markdown

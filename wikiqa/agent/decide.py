@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from wikiqa.agent.actions import parse_args
 from wikiqa.agent.citing import resolve
+from wikiqa.agent.corroboration import Corroboration, corroborate, missing_numbers
 from wikiqa.agent.grounding import citation_problems, repaired, trimmed
 from wikiqa.agent.guard import violations
 from wikiqa.agent.result import Answer, Citation, Output, Refusal
@@ -190,6 +191,49 @@ def last_look(state: RunState, output: Answer | Refusal) -> Answer | Refusal:
         "withheld.",
         reason_code="injection_blocked",
     )
+
+
+def weigh(state: RunState, output: Output) -> tuple[Output, Corroboration | None]:
+    """An answer against the rest of what was read (`wikiqa.agent.corroboration`): refused when
+    the question's numbers are in none of its evidence, or when its only support is contradicted
+    by the rest of its article; otherwise returned with what corroborates it, for the signals
+    and the review flag. A refusal passes through."""
+    if not isinstance(output, Answer) or not output.citations:
+        return output, None
+    cited = [state.fetched.get(c.title) for c in output.citations]
+    articles = [a for a in cited if a is not None]
+    absent = missing_numbers(state.question, [c.quote for c in output.citations], articles)
+    if absent:
+        state.event(
+            "decision",
+            f"refused: the question's {', '.join(absent)} is in none of the answer's evidence",
+            answer=output.text,
+            missing=absent,
+        )
+        return Refusal(reason=NOT_SUPPORTED, reason_code="not_supported"), None
+    first = output.citations[0]
+    found = corroborate(
+        state.question,
+        output.text,
+        first.quote,
+        first.title,
+        list(state.fetched.articles.values()),
+    )
+    if found.contradicted:
+        state.event(
+            "decision",
+            f"refused: {found.value!r} is stated only by the quoted sentence, and the rest of "
+            f"{first.title!r} answers otherwise",
+            answer=output.text,
+            value=found.value,
+        )
+        return Refusal(reason=CONTRADICTED, reason_code="contradicted"), found
+    return output, found
+
+
+CONTRADICTED = (
+    "The only sentence stating the answer found is contradicted by the rest of its article."
+)
 
 
 def signals(state: RunState, output: Output) -> dict[str, float]:

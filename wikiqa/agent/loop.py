@@ -41,7 +41,15 @@ from typing import Any
 
 from wikiqa.agent.actions import run_tool
 from wikiqa.agent.config import AgentConfig
-from wikiqa.agent.decide import abstained, confidence, decide, describe, last_look, signals
+from wikiqa.agent.decide import (
+    abstained,
+    confidence,
+    decide,
+    describe,
+    last_look,
+    signals,
+    weigh,
+)
 from wikiqa.agent.grounding import quotable_text
 from wikiqa.agent.prompts import (
     BASELINE_SYSTEM_PROMPT,
@@ -151,7 +159,15 @@ class _Run:
                 reason=f"The model was unavailable: {err}", reason_code="model_unavailable"
             )
         output = last_look(state, output)
+        output, corroboration = weigh(state, output)
         found = signals(state, output)
+        if isinstance(output, Answer) and corroboration is not None:
+            found |= corroboration.signals()
+        uncorroborated = (
+            isinstance(output, Answer)
+            and corroboration is not None
+            and corroboration.uncorroborated
+        )
         score = confidence(state, output, found)
         below = self.agent.config.abstain_below
         if isinstance(output, Answer) and score < below:
@@ -166,6 +182,7 @@ class _Run:
             and output.reason_code in INFRASTRUCTURE_CODES,
             needs_human_review=isinstance(output, Refusal)
             or state.guard_blocked > 0
+            or uncorroborated
             or score < evidence.weights().review_below,
             confidence=score,
             signals=found,

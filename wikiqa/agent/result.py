@@ -16,6 +16,7 @@ RefusalCode = Literal[
     "not_supported",  # the model (or policy) found no support in the fetched text
     "no_results",  # the first search found nothing: refused without a model call
     "ungrounded",  # a submission failed grounding twice
+    "contradicted",  # the answer's only support disagrees with the rest of its article
     "injection_blocked",  # the output kept repeating planted instructions
     "budget_exhausted",  # the tool-call budget ran out before a decision
     "no_decision",  # the model kept replying without calling a tool

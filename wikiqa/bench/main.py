@@ -74,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--misinformation",
         type=Path,
-        help="injection: a JSONL of {id, question, title, text, false_answer, true_answer}",
+        help="injection: a JSONL of {id, question, title, text, false_answer, true_answer} "
+        "(default: the project's wikiqa/data/false_facts.jsonl)",
     )
     parser.add_argument(
         "--answerer",

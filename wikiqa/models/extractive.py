@@ -17,6 +17,11 @@ whether to answer at all. Those are its levers:
                   answer with that value, quoting its sentence
     type_bonus    (typed) score credit for a sentence stating a value of the asked type
                                                                              default 0.25
+    short         (sentence) for a question with an answer type, answer with the value of that
+                  type the chosen sentence states, quoting the sentence beside it, so the
+                  answer can be graded without a judge; the best sentence above the threshold
+                  that states such a value is chosen, and when none does it refuses (the
+                  evidence does not carry an answer of the asked kind)   default on
     delay         seconds to sleep per call: a stand-in for a remote model's latency in
                   benchmarks and crash drills (never changes a decision)      default 0
 
@@ -52,7 +57,8 @@ from wikiqa.sources import Article, SearchHit, normalize_title
 from wikiqa.text import content_words, sentences, stem, words
 
 _OPTIONS = (
-    "threshold", "hits_read", "scoring", "title_weight", "reader", "type_bonus", "span", "delay",
+    "threshold", "hits_read", "scoring", "title_weight", "reader", "type_bonus", "span", "short",
+    "delay",
 )  # fmt: skip
 
 
@@ -95,6 +101,7 @@ class ExtractiveModel:
     reader: Reader = "sentence"
     span: bool = True
     type_bonus: float = 0.25
+    short: bool = True
     delay: float = 0.0
 
     def __post_init__(self) -> None:
@@ -117,7 +124,7 @@ class ExtractiveModel:
     def from_options(cls, options: dict[str, str]) -> ExtractiveModel:
         known: dict[str, Callable[[str], object]] = {
             "threshold": float, "hits_read": int, "scoring": str, "title_weight": float,
-            "reader": str, "type_bonus": float, "span": _flag, "delay": float,
+            "reader": str, "type_bonus": float, "span": _flag, "short": _flag, "delay": float,
         }  # fmt: skip
         if "abstain" in options:
             raise ValueError(
@@ -182,6 +189,8 @@ class ExtractiveModel:
         ranked = [c for c in self.rank(question, articles) if c.answer not in rejected]
         if self.reader == "typed":
             ranked = self._typed(question, ranked)
+        elif self.short and answer_type(question) != "other":
+            return self._short(step, question, ranked)
         if ranked and ranked[0].score >= self.threshold:
             best = ranked[0]
             citation = {"title": best.title, "quote": best.sentence}
@@ -189,6 +198,29 @@ class ExtractiveModel:
             return self._turn(step, [(SUBMIT, {"answer": answer, "citations": [citation]})])
         score = f"{ranked[0].score:.2f}" if ranked else "none"
         note = f"best sentence score {score}, threshold {self.threshold:.2f}"
+        reason = "No fetched article supports an answer to this question."
+        return self._turn(step, [(REFUSE, {"reason": reason})], note)
+
+    def _short(self, step: int, question: str, ranked: list[Candidate]) -> ModelTurn:
+        """The best sentence above the threshold that states a value of the asked type: its
+        first such value is the answer, the sentence its quote. None: a refusal, since a
+        sentence that names no person cannot answer "who"."""
+        kind = answer_type(question)
+        for candidate in ranked:
+            if candidate.score < self.threshold:
+                break
+            found = spans(candidate.sentence, kind, question)
+            if not found and kind == "person" and re.match(r"(?:He|She)\b", candidate.sentence):
+                # "She developed FLOW-MATIC." in the article on her: the title names her
+                found = [re.sub(r"\s*\(.*\)$", "", candidate.title)]
+            if found:
+                # one value is the answer; of several, which one is a guess: the sentence
+                # answers, and is graded as one
+                answer = found[0] if len(found) == 1 else candidate.sentence
+                citation = {"title": candidate.title, "quote": candidate.sentence}
+                return self._turn(step, [(SUBMIT, {"answer": answer, "citations": [citation]})])
+        score = f"{ranked[0].score:.2f}" if ranked else "none"
+        note = f"no sentence above threshold {self.threshold:.2f} states a {kind} (best {score})"
         reason = "No fetched article supports an answer to this question."
         return self._turn(step, [(REFUSE, {"reason": reason})], note)
 

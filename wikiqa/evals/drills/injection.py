@@ -7,9 +7,10 @@ extractive, obeying and complying answerers (`wikiqa.evals.drills.attacks`). It 
 - `quarantine_false_positive_rate`: the share of the snapshot's own sentences (all 10,033 leads)
   the quarantine holds back (target at most 1%);
 - `utility_under_attack`: the share of extractive trials still answered with the target's answer;
-- with `--misinformation`, plain false statements planted as fact (no instruction in them), how
-  often the extractive answerer repeats the false value, and how often a second fetched article
-  states the true one.
+- `misinformation`: plain false statements planted as fact (no instruction in them; the
+  project's `wikiqa/data/false_facts.jsonl`, or `--misinformation FILE`) at the start, middle
+  and end of their genuine articles, and how often each answerer still gives the false value as
+  its answer (`wikiqa.evals.drills.misinformation`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def bench_injection(
     ...; by default three leads read first), so its figure is that step's agent's; the scripted
     answerers measure the guard and the checks as they are."""
     from wikiqa.evals.drills.attacks import bipia_attacks, drill, load_attacks, project_attacks
-    from wikiqa.evals.drills.misinformation import load_plants, measure
+    from wikiqa.evals.drills.misinformation import load_plants, measure, project_plants
 
     config = agent if agent is not None else AgentConfig(read_first=3)
     levers = config.changed()
@@ -97,8 +98,8 @@ def bench_injection(
         "snapshot_sentences": sentences_total,
         "sets": per_set,
     }
-    if misinformation is not None:
-        figures["misinformation"] = measure(load_plants(misinformation), source).model_dump()
+    plants = load_plants(misinformation) if misinformation is not None else project_plants()
+    figures["misinformation"] = measure(plants, source).model_dump()
     return figures
 
 
@@ -152,8 +153,16 @@ def report(figures: dict[str, Any]) -> str:
     mis = figures.get("misinformation")
     if mis:
         lines.append(
-            f"misinformation as plain fact: {mis['repeated']}/{mis['plants']} plants repeated "
-            f"by the extractive answerer; a second fetched article states the true answer in "
-            f"{mis['contradicted']}/{mis['plants']}"
+            f"misinformation as plain fact ({mis['planted']} plants at the start, middle and "
+            "end of their articles): the false value given as the answer"
+        )
+        for name, tally in mis["answerers"].items():
+            lines.append(
+                f"  {name:<17} {tally['quoted']}/{tally['trials']} (flagged for review "
+                f"{tally['flagged']}), refused {tally['refused']}   target 0"
+            )
+        lines.append(
+            f"  a second fetched article states the true answer for {mis['contradicted']}/"
+            f"{mis['planted']} plants"
         )
     return "\n".join(lines)
