@@ -72,9 +72,7 @@ def sample_signals(chosen: str, answers: Sequence[str | None]) -> dict[str, floa
     }
 
 
-def extractive_signals(
-    question: str, answer: str, articles: Iterable[Article]
-) -> dict[str, float]:
+def extractive_signals(question: str, answer: str, articles: Iterable[Article]) -> dict[str, float]:
     """Whether the extractive answerer, reading the same `articles`, finds `answer` (see the
     module docstring); 0 for both when it finds no sentence at all."""
     best = _READER.best(question, list(articles))
