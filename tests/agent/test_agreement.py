@@ -119,3 +119,13 @@ def test_cache_keys_differ_by_sample_and_replay_is_deterministic(
     again = Agent(cached, tiny, config).ask(QUESTION)
     assert cached.calls == 3 and cached.hits == 3
     assert again.signals == first.signals
+
+
+def test_every_agreement_signal_can_be_fitted_on(tiny: SnapshotSource) -> None:
+    from wikiqa.agent.agreement import EXTRACTIVE_SIGNALS, SAMPLE_SIGNALS
+    from wikiqa.models.evidence import SIGNALS
+
+    assert set(SAMPLE_SIGNALS) | set(EXTRACTIVE_SIGNALS) <= set(SIGNALS)
+    model = Samples("Frank Herbert", {1: "Herbert", 2: "Herbert"})
+    result = Agent(model, tiny, AgentConfig(mode="reading", read_first=2, samples=3)).ask(QUESTION)
+    assert set(result.signals) <= set(SIGNALS)
