@@ -24,8 +24,9 @@ Samples agree when they say the same thing in other words ("Handel", "George Fri
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
+from wikiqa.agent.state import RunState
 from wikiqa.models.extractive import ExtractiveModel
 from wikiqa.sources import Article
 from wikiqa.text import content_words, stem, words
@@ -84,3 +85,22 @@ def extractive_signals(question: str, answer: str, articles: Iterable[Article]) 
     else:
         agrees = bool(said) and said <= _stems(best.sentence)
     return {"extractive_agrees": float(agrees), "extractive_score": best.score}
+
+
+def agreement(
+    state: RunState, answer: str, samples: int, again: Callable[[int], str | None]
+) -> None:
+    """The agreement signals of an attributed `answer`, kept in `state.agreement`: the
+    extractive answerer's reading of the articles fetched, and with `samples` > 1, the short
+    answers `again(1)` ... `again(samples - 1)` (sample i of the call that gave the answer, read
+    as that call's answer is) beside the greedy one."""
+    found = extractive_signals(state.question, answer, state.fetched.articles.values())
+    if samples > 1:
+        said: list[str | None] = [answer, *(again(i) for i in range(1, samples))]
+        found |= sample_signals(answer, said)
+        state.event(
+            "decision",
+            f"{found['sample_agreement']:.2f} of {samples} short answers agree",
+            samples=said,
+        )
+    state.agreement = found

@@ -42,12 +42,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from wikiqa.agent.actions import run_tool
-from wikiqa.agent.agreement import extractive_signals, sample_signals
+from wikiqa.agent.agreement import agreement
 from wikiqa.agent.config import AgentConfig
 from wikiqa.agent.decide import decide, rejected
 from wikiqa.agent.prompts import READING_SYSTEM
@@ -269,34 +268,13 @@ def read(state: RunState, ask: Ask, config: AgentConfig) -> Answer | Refusal:
         )
     best = found[0]
     state.event("decision", f"attributed to {best.title!r}, sentence {best.order + 1}")
-    agreement(state, ask, config.samples, text, answer, short_answer, ANSWER_TOKENS)
+    agreement(
+        state,
+        answer,
+        config.samples,
+        lambda i: short_answer(ask(READING_SYSTEM, text, ANSWER_TOKENS, i).text),
+    )
     return _submit(state, answer, quotes(answer, best, read_))
-
-
-def agreement(
-    state: RunState,
-    ask: Ask,
-    samples: int,
-    text: str,
-    answer: str,
-    read_answer: Callable[[str], str | None],
-    cap: int,
-) -> None:
-    """The agreement signals of an attributed `answer` (`wikiqa.agent.agreement`), kept in
-    `state.agreement`: the extractive answerer's reading of the same articles, and with
-    `samples` > 1, `samples - 1` more replies to the call that gave the answer (`text`), each
-    read by `read_answer`, beside the greedy one."""
-    found = extractive_signals(state.question, answer, state.fetched.articles.values())
-    if samples > 1:
-        said: list[str | None] = [answer]
-        said += [read_answer(ask(READING_SYSTEM, text, cap, i).text) for i in range(1, samples)]
-        found |= sample_signals(answer, said)
-        state.event(
-            "decision",
-            f"{found['sample_agreement']:.2f} of {samples} short answers agree",
-            samples=said,
-        )
-    state.agreement = found
 
 
 def _submit(state: RunState, answer: str, quoted: list[Sentence]) -> Answer | Refusal:
@@ -349,7 +327,7 @@ def _read_parts(
         )
     quoted = quotes(first, found[0], read_)
     agreement(
-        state, ask, samples, text, first, lambda said: short_answers(said, 2)[0], cap
+        state, first, samples, lambda i: short_answers(ask(READING_SYSTEM, text, cap, i).text, 2)[0]
     )  # of the first part: the answer the question stands on
     about = f"{asked[1]} {first}"
     then = candidates(about, second, shown) if second and _new(second, first) else []
