@@ -15,6 +15,7 @@ from wikiqa.agent import Agent, AgentConfig, Answer, Refusal
 from wikiqa.models import (
     TOOLS,
     AnthropicModel,
+    CallOptions,
     Message,
     ModelUnavailable,
     OpenAIModel,
@@ -626,3 +627,14 @@ def test_one_shot_calls_carry_no_breakpoint() -> None:
     body = json.loads(seen[0].content)
     assert "cache_control" not in json.dumps(body)
     assert "tools" not in body
+
+
+def test_openai_sends_a_samples_seed_and_temperature_only_when_asked() -> None:
+    seen: list[httpx2.Request] = []
+    replies = [openai_completion(openai_call("get_article", '{"title": "X"}')) for _ in range(2)]
+    model = local(scripted_transport(replies, seen), [])
+    model("SYSTEM", CONVERSATION, TOOLS, CallOptions(temperature=0.7, seed=2))
+    model("SYSTEM", CONVERSATION, TOOLS, CallOptions(temperature=0.0))
+    sampled, greedy = (json.loads(r.content) for r in seen)
+    assert sampled["seed"] == 2 and sampled["temperature"] == 0.7
+    assert "seed" not in greedy and greedy["temperature"] == 0.0

@@ -101,6 +101,13 @@ class AgentConfig(BaseModel):
         description="reading: a question asking two things gets a short answer per part, each "
         "attributed apart",
     )
+    samples: int = Field(
+        1,
+        ge=1,
+        le=9,
+        description="reading: short answers read per question, the greedy one and samples - 1 "
+        "more of the same prompt at a temperature, for the agreement signals (1: off)",
+    )
     brief: bool = Field(False, description="ask for the few words that answer, not a sentence")
     short_quote: bool = Field(False, description="ask for one short passage quoted verbatim")
 

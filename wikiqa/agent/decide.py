@@ -257,6 +257,7 @@ def signals(state: RunState, output: Output) -> dict[str, float]:
             hits,
         )
         | state.belief
+        | state.agreement
     )
 
 

@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from wikiqa.agent.actions import run_tool
+from wikiqa.agent.agreement import SAMPLE_TEMPERATURE
 from wikiqa.agent.config import AgentConfig
 from wikiqa.agent.decide import (
     abstained,
@@ -288,11 +289,17 @@ class _Run:
                     results.append(run_tool(state, call, offered))
             state.messages.extend(results)
 
-    def _read_call(self, system: str, text: str, max_tokens: int) -> Reply:
+    def _read_call(self, system: str, text: str, max_tokens: int, sample: int = 0) -> Reply:
         """One call of the reading mode: no tools, the few tokens it needs; its reply text, and
-        its tokens' log-probabilities where the provider gives them."""
-        options = CallOptions(
-            max_tokens=max_tokens, temperature=0.0, logprobs=ANSWER_TOKENS_ALTERNATIVES
+        its tokens' log-probabilities where the provider gives them. Sample `i` > 0 is the same
+        call at `SAMPLE_TEMPERATURE` with seed `i`: a seed of its own makes each sample
+        independent of the others (and its own response-cache entry), and repeatable."""
+        options = (
+            CallOptions(max_tokens=max_tokens, temperature=SAMPLE_TEMPERATURE, seed=sample)
+            if sample
+            else CallOptions(
+                max_tokens=max_tokens, temperature=0.0, logprobs=ANSWER_TOKENS_ALTERNATIVES
+            )
         )
         turn = self._model_turn(
             system, tools=(), options=options, messages=[UserMessage(text=text)]

@@ -26,7 +26,11 @@ from the article it finds (the second part is usually about the first answer).
 
 The reading call also asks for its tokens' log-probabilities: where the provider gives them
 (our llama.cpp handler does), `belief` turns them into two signals kept beside the evidence
-ones, for the confidence model to weigh.
+ones, for the confidence model to weigh. An attributed answer also gets agreement signals
+(`wikiqa.agent.agreement`): whether the extractive answerer, reading the same articles, finds
+it (no model call), and with the `samples` lever, how many of k short answers to the same
+prompt (the greedy one and k - 1 samples, each with its own seed) state it. The samples are
+read only once an answer is attributed, and never change it.
 
 The result is submitted through `decide`, exactly as a tool call's submission: verbatim
 grounding, the guard, strict support, trimmed quotes, the budget, `last_look` and abstention all
@@ -38,11 +42,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from wikiqa.agent.actions import run_tool
+from wikiqa.agent.agreement import agreement
 from wikiqa.agent.config import AgentConfig
 from wikiqa.agent.decide import decide, rejected
 from wikiqa.agent.prompts import READING_SYSTEM
@@ -64,7 +68,11 @@ class Reply(NamedTuple):
     logprobs: list[TokenLogprob] | None  # None where the provider gives none
 
 
-Ask = Callable[[str, str, int], Reply]  # (system, user text, output-token cap) -> the reply
+class Ask(Protocol):
+    """One reading call: (system, user text, output-token cap) -> the reply. `sample` 0 is the
+    greedy reply; 1, 2, ... are independent samples of the same call, each repeatable."""
+
+    def __call__(self, system: str, text: str, max_tokens: int, sample: int = 0) -> Reply: ...
 
 
 def belief(reply: Reply) -> dict[str, float]:
@@ -234,8 +242,9 @@ def read(state: RunState, ask: Ask, config: AgentConfig) -> Answer | Refusal:
         )
     asked = parts(state.question) if config.answer_parts else [state.question]
     if len(asked) > 1:
-        return _read_parts(state, ask, shown, read_, asked, config.budget)
-    reply = ask(READING_SYSTEM, prompt(state.question, shown, state.spotlight), ANSWER_TOKENS)
+        return _read_parts(state, ask, shown, read_, asked, config.budget, config.samples)
+    text = prompt(state.question, shown, state.spotlight)
+    reply = ask(READING_SYSTEM, text, ANSWER_TOKENS)
     state.belief = belief(reply)
     answer = short_answer(reply.text)
     if answer is None:
@@ -244,7 +253,7 @@ def read(state: RunState, ask: Ask, config: AgentConfig) -> Answer | Refusal:
         )
     found = candidates(state.question, answer, shown)
     if not found and config.reading_repair:
-        answer, found = _repaired(state, ask, shown, answer)
+        answer, found, text = _repaired(state, ask, shown, answer, text)
         if answer is None:
             return Refusal(
                 reason="The retrieved articles do not state an answer.",
@@ -259,6 +268,12 @@ def read(state: RunState, ask: Ask, config: AgentConfig) -> Answer | Refusal:
         )
     best = found[0]
     state.event("decision", f"attributed to {best.title!r}, sentence {best.order + 1}")
+    agreement(
+        state,
+        answer,
+        config.samples,
+        lambda i: short_answer(ask(READING_SYSTEM, text, ANSWER_TOKENS, i).text),
+    )
     return _submit(state, answer, quotes(answer, best, read_))
 
 
@@ -283,6 +298,7 @@ def _read_parts(
     read_: list[Sentence],
     asked: list[str],
     budget: int,
+    samples: int = 1,
 ) -> Answer | Refusal:
     """A question in two parts: one call for both short answers, each attributed apart (the
     second part's words include the first answer: "what nationality was *that writer*").
@@ -294,7 +310,8 @@ def _read_parts(
     budget allowing. An answer to the first part alone is submitted alone; without one, the
     question is refused."""
     text = prompt(state.question, shown, state.spotlight, asked)
-    reply = ask(READING_SYSTEM, text, ANSWER_TOKENS * len(asked))
+    cap = ANSWER_TOKENS * len(asked)
+    reply = ask(READING_SYSTEM, text, cap)
     state.belief = belief(reply)
     first, second = short_answers(reply.text, 2)
     if first is None:
@@ -309,6 +326,9 @@ def _read_parts(
             reason_code="ungrounded",
         )
     quoted = quotes(first, found[0], read_)
+    agreement(
+        state, first, samples, lambda i: short_answers(ask(READING_SYSTEM, text, cap, i).text, 2)[0]
+    )  # of the first part: the answer the question stands on
     about = f"{asked[1]} {first}"
     then = candidates(about, second, shown) if second and _new(second, first) else []
     if not then and state.tool_calls + 3 <= budget:  # a search, a fetch, the submission
@@ -350,17 +370,19 @@ def _hop(state: RunState, name: str) -> list[Sentence]:
 
 
 def _repaired(
-    state: RunState, ask: Ask, shown: list[Sentence], first: str
-) -> tuple[str | None, list[Sentence]]:
-    """The one repair call: the question with only the sentences closest to it; its answer
-    and that answer's candidates (by the same rule as the first)."""
+    state: RunState, ask: Ask, shown: list[Sentence], first: str, asked_with: str
+) -> tuple[str | None, list[Sentence], str]:
+    """The one repair call: the question with only the sentences closest to it; its answer,
+    that answer's candidates (by the same rule as the first), and the prompt that gave the
+    answer (`asked_with` when no repair call was made)."""
     choices = closest(state.question, shown)
     if not choices:
-        return first, []
+        return first, [], asked_with
     state.event("repair", f"no retrieved sentence states {first!r}; asked again", answer=first)
-    reply = ask(READING_SYSTEM, prompt(state.question, choices, state.spotlight), ANSWER_TOKENS)
+    text = prompt(state.question, choices, state.spotlight)
+    reply = ask(READING_SYSTEM, text, ANSWER_TOKENS)
     state.belief = belief(reply)  # the answer now submitted is this call's
     answer = short_answer(reply.text)
     if answer is None:
-        return None, []
-    return answer, candidates(state.question, answer, shown)
+        return None, [], text
+    return answer, candidates(state.question, answer, shown), text

@@ -47,6 +47,9 @@ class RunState:
     # the model's own signals for the answer it proposed (`reading.belief`), kept beside the
     # evidence signals; the shipped confidence weights do not read them
     belief: dict[str, float] = field(default_factory=dict)
+    # agreement signals for that answer (`wikiqa.agent.agreement`): across samples of the
+    # reading call, and with the extractive answerer over the same articles
+    agreement: dict[str, float] = field(default_factory=dict)
     done: set[str] = field(default_factory=set)  # calls already run: name + canonical arguments
     # cite_sentences: each submission as `decide` resolved and checked it, by call id (the loop
     # puts it in the model event's trace, `quoted`)

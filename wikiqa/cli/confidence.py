@@ -23,7 +23,7 @@ from wikiqa.cli.common import (
     label_suites,
     labelled,
 )
-from wikiqa.models.evidence import FEATURES, MODEL_FEATURES
+from wikiqa.models.evidence import FEATURES, MODEL_FEATURES, SIGNALS
 from wikiqa.terminal import echo
 
 if TYPE_CHECKING:
@@ -149,11 +149,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _features(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
-    unknown = [n for n in names if n not in (*FEATURES, *MODEL_FEATURES)]
+    unknown = [n for n in names if n not in SIGNALS]
     if not names or unknown:
         raise argparse.ArgumentTypeError(
-            f"unknown signal {', '.join(unknown) or '(none)'}: choose from "
-            f"{', '.join((*FEATURES, *MODEL_FEATURES))}"
+            f"unknown signal {', '.join(unknown) or '(none)'}: choose from {', '.join(SIGNALS)}"
         )
     return names
 

@@ -36,6 +36,18 @@ FEATURES = ("support", "focus", "named", "rank", "typed", "type_match", "short")
 # The model's own signals, where its provider gives token log-probabilities (the reading mode's
 # `belief`): recorded beside the evidence signals, read only by weights fitted on them.
 MODEL_FEATURES = ("answer_logprob", "p_unknown")
+# The agent's agreement signals (`wikiqa.agent.agreement`): across samples of the reading call,
+# and with the extractive answerer over the same articles. Any signal an answer records can be
+# fitted on once its name is listed in SIGNALS.
+AGREEMENT_FEATURES = (
+    "sample_agreement", "sample_distinct", "sample_unknown", "extractive_agrees",
+    "extractive_score",
+)  # fmt: skip
+# How the rest of what was read bears on the answer (`wikiqa.agent.corroboration`).
+CORROBORATION_FEATURES = (
+    "corroborating_sentences", "corroborating_articles", "contradicted", "disputed",
+)  # fmt: skip
+SIGNALS = (*FEATURES, *MODEL_FEATURES, *AGREEMENT_FEATURES, *CORROBORATION_FEATURES)
 WEIGHTS_FILE = "confidence.json"
 
 

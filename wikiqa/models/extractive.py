@@ -224,6 +224,16 @@ class ExtractiveModel:
         reason = "No fetched article supports an answer to this question."
         return self._turn(step, [(REFUSE, {"reason": reason})], note)
 
+    def best(self, question: str, articles: Sequence[Article]) -> Candidate | None:
+        """The candidate this policy would submit from `articles`, whatever its score (the
+        threshold is the caller's to apply); None when there is no sentence, or the question has
+        no content word. Lets another reader's answer be checked against this one's, with no
+        model call."""
+        ranked = self.rank(question, articles)
+        if self.reader == "typed":
+            ranked = self._typed(question, ranked)
+        return ranked[0] if ranked else None
+
     def _typed(self, question: str, ranked: list[Candidate]) -> list[Candidate]:
         """Re-rank for the asked type: a sentence that states a value of that type gains
         `type_bonus` and answers with its first such value; `other` questions keep the order."""

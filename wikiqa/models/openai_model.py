@@ -264,6 +264,8 @@ class OpenAIModel:
             request["top_logprobs"] = options.logprobs
         if options is not None and options.temperature is not None and not _reasoning(self.model):
             request["temperature"] = options.temperature
+        if options is not None and options.seed is not None:
+            request["seed"] = options.seed
         if options is not None and options.response_schema is not None:
             format_ = {
                 "type": "json_schema",

@@ -154,12 +154,23 @@ class CallOptions(BaseModel):
         ),
     )
 
+    seed: int | None = Field(
+        None,
+        ge=0,
+        description=(
+            "Sample this reply with this seed, at `temperature`: one of several independent "
+            "samples of one prompt (the reading mode's `samples` lever), each repeatable. "
+            "Providers with a seed (OpenAI-compatible servers) send it; our llama.cpp handler "
+            "samples only a request that names one, and decodes every other greedily."
+        ),
+    )
+
     @model_serializer(mode="wrap")
     def _without_unset_choice(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Dumped as before these fields existed when they are unset: judge transcripts and the
         response cache's keys (which hold this dump) stay the same for every earlier call."""
         dumped: dict[str, Any] = handler(self)
-        for later in ("tool_choice", "logprobs"):
+        for later in ("tool_choice", "logprobs", "seed"):
             if dumped.get(later) is None:
                 dumped.pop(later, None)
         return dumped

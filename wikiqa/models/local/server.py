@@ -9,7 +9,11 @@ under a grammar (a tool call matching one of the request's tool schemas, or, for
 `tool_choice="auto"`, plain text that does not start a tag; for a judge's call, with no tools and
 a `json_object` response format, JSON of its schema), honours `max_tokens`, and decodes
 greedily whatever temperature the request names: sampled at the server's default 0.8 a small
-model mostly produces noise, and greedy decoding makes a run repeatable.
+model mostly produces noise, and greedy decoding makes a run repeatable. A request that names a
+`seed` as well as a temperature above 0 is the one exception: it asks for one of several
+samples of the same prompt (the reading mode's `samples` lever), so it is sampled at that
+temperature with that seed (repeatable too). Its prompt is the one just evaluated, so the KV
+cache holds all of it but the last token: a sample costs its decoding only.
 """
 
 from __future__ import annotations
@@ -76,6 +80,14 @@ def reply_grammar(
     return gbnf
 
 
+def sampling_temperature(seed: int | None, temperature: float | None) -> float:
+    """The temperature a request is decoded at: 0 (greedy) unless it names a seed and a
+    temperature above 0, a sample asked for on purpose (see the module docstring)."""
+    if seed is None or not temperature or temperature <= 0:
+        return 0.0
+    return float(temperature)
+
+
 def handler(
     *,
     llama: Any,
@@ -85,6 +97,7 @@ def handler(
     response_format: dict[str, Any] | None = None,
     max_tokens: int | None = None,
     seed: int | None = None,
+    temperature: float | None = None,
     model: str | None = None,
     stream: bool = False,
     logprobs: bool | None = None,
@@ -101,7 +114,7 @@ def handler(
     completion = llama.create_completion(
         prompt=prompt,
         max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
-        temperature=0.0,
+        temperature=sampling_temperature(seed, temperature),
         stop=[END],
         seed=seed,
         model=model,
