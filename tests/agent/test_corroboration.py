@@ -36,6 +36,17 @@ def test_the_value_is_the_span_of_the_asked_type_or_a_short_answer() -> None:
     assert value_of("it is a long sentence about many other things.", "Why?") is None
 
 
+def test_an_answer_with_no_value_records_valued_zero_and_no_corroboration() -> None:
+    article = _article("The Magic Flute", TEXT)
+    found = corroborate("Why?", "it is a long sentence about many other things.", TEXT,
+                        article.title, [article])  # fmt: skip
+    assert found.value is None
+    assert found.signals() == {
+        "valued": 0.0, "corroborating_sentences": 0.0, "corroborating_articles": 0.0,
+        "contradicted": 0.0, "disputed": 0.0,
+    }  # fmt: skip
+
+
 def test_states_reads_numbers_in_words_and_names_by_their_words() -> None:
     assert states("Mars has two moons.", "2")
     assert not states("Mars has two moons.", "5")
@@ -57,6 +68,7 @@ def test_the_genuine_value_its_article_repeats_is_corroborated() -> None:
     assert not found.contradicted and not found.disputed
     assert found.sentences == 3 and found.articles == 1
     assert found.signals() == {
+        "valued": 1.0,
         "corroborating_sentences": 3.0,
         "corroborating_articles": 1.0,
         "contradicted": 0.0,

@@ -238,7 +238,7 @@ def test_the_cli_fits_on_named_signals_and_checks_weights_on_a_run(tmp_path: Pat
     )  # fmt: skip
     assert typo.returncode == 2 and "unknown signal answer_logprb" in typo.stderr
     neither = subprocess.run([*cli, "check"], capture_output=True, text=True)
-    assert neither.returncode != 0 and "label files or --run" in neither.stderr
+    assert neither.returncode != 0 and "give label files, --run RUN, or both" in neither.stderr
 
 
 @pytest.mark.parametrize(

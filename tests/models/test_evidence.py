@@ -13,7 +13,15 @@ import pytest
 
 from wikiqa import Agent
 from wikiqa.agent import AgentConfig, Answer, Refusal
-from wikiqa.evals.labels.confidence_fit import FitError, cross_validate, fit, review_threshold
+from wikiqa.evals.labels.confidence_fit import (
+    FitError,
+    cross_validate,
+    fit,
+    kept_share,
+    points,
+    review_threshold,
+    threshold_at,
+)
 from wikiqa.models import ExtractiveModel, evidence
 from wikiqa.models.reading import answer_type, spans
 from wikiqa.sources import SnapshotSource
@@ -314,3 +322,87 @@ def test_confidence_fit_cli_chooses_l2_by_cross_validation(tmp_path: Path) -> No
     )
     assert wrote.returncode == 0 and f"wrote {saved}" in wrote.stdout
     assert evidence.Weights.model_validate_json(saved.read_text()).points == 60
+
+
+def test_the_threshold_from_folds_keeps_as_many_answers_as_the_folds_allowed() -> None:
+    # out of fold, the top 3 are right and the 4th wrong: risk <= 0.25 keeps 4 (1 wrong in 4)
+    folds = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
+    labels = [True, True, True, False, False, False]
+    assert kept_share(folds, labels, risk=0.25) == 4
+    assert kept_share(folds, labels, risk=0.0) == 3
+    assert kept_share([0.2, 0.1], [False, False], risk=0.1) == 0
+    # the final fit's scores sit on another scale: the threshold is its 4th highest score,
+    # written down to 3 places so that answer stays kept
+    final = [0.41, 0.4567, 0.39, 0.2, 0.1, 0.3]
+    assert threshold_at(final, 4) == 0.3
+    assert threshold_at(final, 2) == 0.41 and threshold_at(final, 1) == 0.456
+    assert sum(s >= threshold_at(final, 2) for s in final) == 2
+    assert threshold_at(final, 0) == 1.0 and threshold_at(final, 99) == 0.1
+
+
+def test_a_fit_with_folds_takes_its_review_threshold_from_them() -> None:
+    import random
+
+    rng = random.Random(7)
+    focus = [rng.random() for _ in range(40)]
+    noisy = [("pass" if f > 0.5 else "fail") if rng.random() < 0.8 else "fail" for f in focus]
+    frame = _task_frame(focus, noisy)
+    held = cross_validate(frame, l2s=(1.0,), folds=5)[1.0]
+    assert len(held.scores) == 120 and all(0.0 < s < 1.0 for s in held.scores)
+    folded = fit(frame, risk=0.2, l2=1.0, held_out=held)
+    in_sample = fit(frame, risk=0.2, l2=1.0)
+    _, labels = points(frame)
+    kept = kept_share(list(held.scores), labels, 0.2)
+    scores = [evidence.score(s, folded) for s in points(frame)[0]]
+    # as many answers are kept under the final weights as the folds kept within the risk
+    assert sum(s >= folded.review_below for s in scores) >= kept
+    assert sum(s >= folded.review_below for s in scores) <= kept + 3  # three trials a task tie
+    assert folded.weights == in_sample.weights
+
+
+def test_each_mode_scores_by_its_own_weights_when_the_answer_carries_their_signals() -> None:
+    reading = evidence.weights("reading")
+    assert reading.features != evidence.weights("tools").features
+    assert "the fit half" in reading.fitted_on and 0.0 < reading.review_below <= 1.0
+    carried = _signals(0.8) | dict.fromkeys(reading.features, 0.5)
+    assert evidence.weights_for(carried, "reading") == reading
+    assert evidence.score(carried, mode="reading") == evidence.score(carried, reading)
+    # a reading answer drawn once, from a provider without log-probabilities: the tools weights
+    bare = _signals(0.8)
+    assert evidence.weights_for(bare, "reading") == evidence.weights("tools")
+    assert evidence.score(bare, mode="reading") == evidence.score(bare)
+
+
+def test_labelled_answers_are_scored_by_the_signals_their_run_recorded() -> None:
+    from wikiqa.agent import Answer, Citation
+    from wikiqa.evals.labels.confidence_fit import on_labels, recorded_signals
+    from wikiqa.evals.labels.validation import LabelledExample
+    from wikiqa.evals.tasks.task import Task
+
+    weights = evidence.Weights(features=["sample_agreement"], weights=[4.0], bias=-2.0,
+                               review_below=0.5, fitted_on="x", points=2, auroc_fit=1.0)  # fmt: skip
+    run = _frame([{"sample_agreement": 1.0}, {"sample_agreement": 0.2}], ["pass", "fail"]).assign(
+        task_id=["t1", "t2"], answer=["Canberra", "Sydney"]
+    )
+    recorded = recorded_signals(run)
+    assert recorded == {("t1", "Canberra"): {"sample_agreement": 1.0},
+                        ("t2", "Sydney"): {"sample_agreement": 0.2}}  # fmt: skip
+    tasks = {
+        t: Task(id=t, category="factual", question="What is the capital of Australia?",
+                dimensions=["correctness"], reference_answer="Canberra", answers=["Canberra"],
+                should_refuse=False)
+        for t in ("t1", "t2")
+    }  # fmt: skip
+
+    def labelled(i: str, task: str, text: str, verdict: str) -> LabelledExample:
+        answer = Answer(text=text, citations=[Citation(title="Australia", quote=text)])
+        return LabelledExample(id=i, task_id=task, answer=answer, retrieved=["Australia"],
+                               labels={"correctness": verdict})  # fmt: skip
+
+    # the humans disagree with the graders on t2: the labels, not the run's verdicts, count
+    examples = [labelled("a", "t1", "Canberra", "pass"), labelled("b", "t2", "Sydney", "pass")]
+    found = on_labels(examples, tasks, weights, recorded)
+    assert found.points == 2 and found.correct == 2
+    lost = [labelled("c", "t1", "Melbourne", "fail")]
+    with pytest.raises(FitError, match="the run gave no answer 'Melbourne' to t1"):
+        on_labels(lost, tasks, weights, recorded)

@@ -8,6 +8,8 @@ question were chosen because they are about it. So, for an answer's *value* (the
 asked type it states: a person, place, date or number, `wikiqa.models.reading`; for other
 questions, the name it gives):
 
+- `valued`: whether the answer gives a value at all (0 for an answer that only repeats the
+  question's words, and then the counts below are 0);
 - `corroborating_sentences`: how many fetched sentences state the value;
 - `corroborating_articles`: how many different fetched articles state it (in a sentence or
   their title);
@@ -66,10 +68,11 @@ class Corroboration:
         return self.value is not None and self.sentences <= 1 and self.read > 1
 
     def signals(self) -> dict[str, float]:
-        """The named signals recorded beside the evidence ones (none without a value)."""
-        if self.value is None:
-            return {}
+        """The named signals recorded beside the evidence ones. An answer with no value of its
+        own (nothing beyond the question's words: "Group", "books") records `valued` 0 and no
+        corroboration, so a fit can weigh that too rather than drop the answer."""
         return {
+            "valued": float(self.value is not None),
             "corroborating_sentences": float(self.sentences),
             "corroborating_articles": float(self.articles),
             "contradicted": float(self.contradicted),

@@ -261,13 +261,15 @@ def signals(state: RunState, output: Output) -> dict[str, float]:
     )
 
 
-def confidence(state: RunState, output: Output, found: dict[str, float]) -> float:
-    """The fitted chance that the answer is right, from its evidence signals, never from the
-    model's say-so. The fit sees no repairs (the offline answerer needs none), so two rules
+def confidence(
+    state: RunState, output: Output, found: dict[str, float], mode: evidence.Mode = "tools"
+) -> float:
+    """The fitted chance that the answer is right, from its evidence signals (by the weights
+    fitted on `mode`'s answers), never from the model's say-so. The fit sees no repairs (the offline answerer needs none), so two rules
     stay: a repaired answer keeps half, one that met the guard is capped at 0.3 (see README)."""
     if not isinstance(output, Answer):
         return 0.0
-    value = evidence.score(found) * (0.5 if state.repairs else 1.0)
+    value = evidence.score(found, mode=mode) * (0.5 if state.repairs else 1.0)
     if state.guard_blocked:
         value = min(value, 0.3)
     return round(value, 3)

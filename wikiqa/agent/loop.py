@@ -169,7 +169,8 @@ class _Run:
             and corroboration is not None
             and corroboration.uncorroborated
         )
-        score = confidence(state, output, found)
+        mode = self.agent.config.mode
+        score = confidence(state, output, found, mode)
         below = self.agent.config.abstain_below
         if isinstance(output, Answer) and score < below:
             output = abstained(state, output, found, score, below)
@@ -184,7 +185,7 @@ class _Run:
             needs_human_review=isinstance(output, Refusal)
             or state.guard_blocked > 0
             or uncorroborated
-            or score < evidence.weights().review_below,
+            or score < evidence.weights_for(found, mode).review_below,
             confidence=score,
             signals=found,
             guard_blocked=state.guard_blocked,

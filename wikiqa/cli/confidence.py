@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wikiqa.cli.common import (
     EXIT_NOT_FOUND,
@@ -35,7 +35,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     from wikiqa.evals.labels.confidence_fit import FitError, cross_validate, fit
     from wikiqa.experiment import load_run
-    from wikiqa.models.evidence import WEIGHTS_FILE
+    from wikiqa.models.evidence import WEIGHTS_FILES
 
     frames = []
     for run in args.runs:
@@ -43,12 +43,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
             frames.append(load_run(run, args.out))
         except (FileNotFoundError, OSError) as err:
             raise CliError(f"{run}: no such run ({err})", EXIT_NOT_FOUND) from err
-    frame = pd.concat(frames, ignore_index=True)  # a task's trials, in any run, are one group
+    frame = _half(pd.concat(frames, ignore_index=True), args.half)  # a task's trials: one group
     if not 0.0 < args.risk < 1.0:
         raise CliError(f"--risk must be in (0, 1), got {args.risk}", EXIT_USAGE)
     if args.l2 < 0:
         raise CliError(f"--l2 must be >= 0, got {args.l2}", EXIT_USAGE)
-    l2 = args.l2
+    l2, held_out = args.l2, None
     try:
         if args.cv:
             found = cross_validate(frame, folds=args.cv, features=args.features)
@@ -56,18 +56,25 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 echo(f"l2 {strength:<5g} {args.cv}-fold AUROC {_auroc_text(fold)}")
             l2 = max(found, key=lambda k: (found[k].auroc or 0.0, k))  # ties: the stronger
             echo(f"chosen l2 {l2:g}: out-of-fold AUROC {_auroc_text(found[l2])} (by task)")
-        weights = fit(frame, risk=args.risk, l2=l2, features=args.features)
+            held_out = found[l2]
+        weights = fit(frame, risk=args.risk, l2=l2, features=args.features, held_out=held_out)
+        if args.half:
+            weights = weights.model_copy(
+                update={"fitted_on": f"{weights.fitted_on}, the {args.half} half of its tasks"}
+            )
     except FitError as err:
         raise CliError(f"{' '.join(args.runs)}: {err}", EXIT_USAGE) from err
     for name, w in zip(weights.features, weights.weights, strict=True):
         echo(f"{name:<12} {w:+.4f}")
     echo(f"{'bias':<12} {weights.bias:+.4f}")
+    scored = "out of fold" if held_out else "in sample"
     echo(
         f"fitted on {weights.fitted_on}: {weights.points} decided answers, AUROC "
         f"{weights.auroc_fit:.3f} (in sample) · review below {weights.review_below:.3f} "
-        f"(risk <= {args.risk:.2f} above it)"
+        f"(risk <= {args.risk:.2f} above it, {scored})"
     )
-    targets = [Path(str(files("wikiqa.data").joinpath(WEIGHTS_FILE)))] if args.write else []
+    shipped = files("wikiqa.data").joinpath(WEIGHTS_FILES[args.mode])
+    targets = [Path(str(shipped))] if args.write else []
     for target in [*targets, *([args.save] if args.save else [])]:
         try:
             target.write_text(weights.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -91,8 +98,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from wikiqa.models.evidence import Weights
     from wikiqa.models.evidence import weights as evidence_weights
 
-    if bool(args.labels) == bool(args.run):
-        raise CliError("give label files or --run RUN (one of them)", EXIT_USAGE)
+    if not args.labels and not args.run:
+        raise CliError("give label files, --run RUN, or both", EXIT_USAGE)
     try:
         fitted = (
             Weights.model_validate_json(read_text_bounded(args.weights, MiB, "weights file"))
@@ -101,21 +108,30 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
     except (OSError, ValueError) as err:
         raise CliError(f"{args.weights}: not a weights file ({err})", EXIT_NOT_FOUND) from err
-    try:
-        if args.run:
-            from wikiqa.evals.labels.confidence_fit import on_run
-            from wikiqa.experiment import load_run
+    frame = None
+    if args.run:
+        from wikiqa.experiment import load_run
 
-            try:
-                frame = load_run(args.run, args.out)
-            except (FileNotFoundError, OSError) as err:
-                raise CliError(f"{args.run}: no such run ({err})", EXIT_NOT_FOUND) from err
-            result = on_run(frame, fitted)
-            against, what = f"the graders' decided correctness in {args.run}", "decided"
-        else:
+        try:
+            frame = _half(load_run(args.run, args.out), args.half)
+        except (FileNotFoundError, OSError) as err:
+            raise CliError(f"{args.run}: no such run ({err})", EXIT_NOT_FOUND) from err
+    try:
+        if args.labels:
+            from wikiqa.evals.labels.confidence_fit import recorded_signals
+
             tasks, examples = labelled(args.labels, label_suites(args))
-            result = on_labels(examples, tasks, fitted)
+            recorded = recorded_signals(frame) if frame is not None else None
+            result = on_labels(examples, tasks, fitted, recorded, args.mode)
             against, what = "human correctness labels", "labelled"
+            if frame is not None:
+                against += f" (scored by the signals {args.run} recorded)"
+        else:
+            from wikiqa.evals.labels.confidence_fit import on_run
+
+            assert frame is not None
+            result = on_run(frame, fitted, args.mode)
+            against, what = f"the graders' decided correctness in {args.run}", "decided"
     except (FitError, ValueError) as err:
         raise CliError(str(err), EXIT_NOT_FOUND) from err
     ci = f" [{result.auroc_ci[0]:.2f}, {result.auroc_ci[1]:.2f}]" if result.auroc_ci else ""
@@ -126,7 +142,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"{result.points} {what} answers, "
         f"{interval_text(result.correct, result.points)} {what} correct"
     )
-    shipped = (fitted or evidence_weights()).review_below
+    shipped = (fitted or evidence_weights(args.mode)).review_below
     cuts = [("shipped review threshold", shipped)]
     if args.review_below is not None:
         cuts.append(("given review threshold", args.review_below))
@@ -145,6 +161,22 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"{count_text(n, result.points)}, wrong among them {count_text(wrong, n)}"
         )
     return 0
+
+
+def _half(frame: Any, half: str | None) -> Any:
+    """The rows of one half of the tasks (`task_half`), or all of them."""
+    if half is None:
+        return frame
+    from wikiqa.evals.labels.halves import task_half
+
+    return frame[frame["task_id"].map(task_half) == half]
+
+
+def _add_split(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--half", choices=("fit", "check"), help="only the tasks of this half (a "
+                   "fixed split by task id): fit on `fit`, check on labels of `check`")  # fmt: skip
+    p.add_argument("--mode", choices=("tools", "reading"), default="tools", help="the answering "
+                   "mode whose shipped weights are read or written (default tools)")  # fmt: skip
 
 
 def _features(text: str) -> tuple[str, ...]:
@@ -178,7 +210,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     f.add_argument("--features", type=_features, default=FEATURES, metavar="A,B,...",
                    help=f"signals to fit on (default the evidence ones: {','.join(FEATURES)}; "
                    f"the reading mode's model also gives {','.join(MODEL_FEATURES)})")  # fmt: skip
-    f.add_argument("--write", action="store_true", help="replace the shipped weights")
+    _add_split(f)
+    f.add_argument("--write", action="store_true", help="replace the --mode's shipped weights")
     f.add_argument("--save", type=Path, metavar="PATH", help="also write the weights to PATH "
                    "(for `confidence check --weights`), leaving the shipped ones alone")  # fmt: skip
     f.set_defaults(func=cmd_fit)
@@ -190,8 +223,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "interval) and ECE against the human's call.",
     )
     c.add_argument("labels", nargs="*", type=Path, metavar="LABELS", help="label files (JSONL)")
-    c.add_argument("--run", help="instead of labels: a run id or parquet path, scored against "
-                   "its graders' decided correctness (a run the weights were not fitted on)")  # fmt: skip
+    c.add_argument("--run", help="alone: a run id or parquet path, scored against its graders' "
+                   "decided correctness (a run the weights were not fitted on); with labels: the "
+                   "run the labelled answers come from, whose recorded signals score them")  # fmt: skip
+    _add_split(c)
     c.add_argument("--out", type=Path, help="results directory the --run is in")
     add_label_suites(c)
     c.add_argument("--weights", type=Path, metavar="PATH", help="score with these weights (a "

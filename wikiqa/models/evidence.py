@@ -15,17 +15,18 @@ evidence, so the signals come from what the answer was grounded in:
 
 `score` is a logistic model over them. Its weights are fitted (`wikiqa confidence fit`) on the
 public suite's development part, against the graders' decided correctness, and checked on its
-holdout; they ship in `wikiqa/data/confidence.json` with what they were fitted on.
+holdout; they ship in `wikiqa/data/confidence.json` (the tools mode) and
+`confidence-reading.json` (the reading mode), each with what it was fitted on.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Sequence
 from functools import cache
 from importlib.resources import files
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -45,10 +46,14 @@ AGREEMENT_FEATURES = (
 )  # fmt: skip
 # How the rest of what was read bears on the answer (`wikiqa.agent.corroboration`).
 CORROBORATION_FEATURES = (
-    "corroborating_sentences", "corroborating_articles", "contradicted", "disputed",
+    "valued", "corroborating_sentences", "corroborating_articles", "contradicted", "disputed",
 )  # fmt: skip
 SIGNALS = (*FEATURES, *MODEL_FEATURES, *AGREEMENT_FEATURES, *CORROBORATION_FEATURES)
-WEIGHTS_FILE = "confidence.json"
+# Each answering mode has its own fitted weights: the tools mode's answers (the extractive
+# answerer's among them) and the reading mode's short answers carry different signals and fail
+# in different ways, so one mode's fit says little about the other's.
+Mode = Literal["tools", "reading"]
+WEIGHTS_FILES: dict[str, str] = {"tools": "confidence.json", "reading": "confidence-reading.json"}
 
 
 class Weights(BaseModel):
@@ -103,25 +108,29 @@ def _elsewhere(quote: str, asked: set[str]) -> set[str]:
     return inside - _stems(without_names(quote), content=False)
 
 
-def _text() -> str:
-    return files("wikiqa.data").joinpath(WEIGHTS_FILE).read_text(encoding="utf-8")
+def _text(mode: Mode) -> str:
+    return files("wikiqa.data").joinpath(WEIGHTS_FILES[mode]).read_text(encoding="utf-8")
 
 
 @cache
-def weights() -> Weights:
-    """The shipped weights, read once per process."""
-    return Weights.model_validate(json.loads(_text()))
+def weights(mode: Mode = "tools") -> Weights:
+    """The shipped weights of an answering mode, read once per process."""
+    return Weights.model_validate(json.loads(_text(mode)))
 
 
-@cache
-def weights_hash() -> str:
-    """A short hash of the shipped weights: part of the cache key of anything scored by them."""
-    return hashlib.sha256(_text().encode()).hexdigest()[:16]
+def weights_for(signals: dict[str, float], mode: Mode = "tools") -> Weights:
+    """`mode`'s shipped weights when the answer carries every signal they read, else the tools
+    mode's, which read only the evidence signals every answer carries (a reading answer from a
+    provider without log-probabilities, or drawn once, has no `answer_logprob` or
+    `sample_agreement` to weigh). Its `review_below` goes with it."""
+    found = weights(mode)
+    return found if all(f in signals for f in found.features) else weights("tools")
 
 
-def score(signals: dict[str, float], fitted: Weights | None = None) -> float:
-    """The fitted probability that an answer with these signals is correct."""
-    fitted = fitted or weights()
+def score(signals: dict[str, float], fitted: Weights | None = None, mode: Mode = "tools") -> float:
+    """The fitted probability that an answer with these signals is correct (by `fitted`, or
+    the shipped weights `weights_for` picks)."""
+    fitted = fitted or weights_for(signals, mode)
     z = fitted.bias + sum(
         w * signals[f] for f, w in zip(fitted.features, fitted.weights, strict=True)
     )

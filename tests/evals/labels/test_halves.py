@@ -33,3 +33,17 @@ def test_the_half_depends_on_the_file_name_and_id_only(tmp_path: Path) -> None:
     assert [half_of(here, i) for i in ids] == [half_of(there, i) for i in ids]
     assert [half_of("a.jsonl", i) for i in ids] != [half_of("b.jsonl", i) for i in ids]
     assert 80 <= sum(half_of("a.jsonl", i) == "holdout" for i in ids) <= 120
+
+
+def test_the_task_split_is_fixed_about_even_and_by_id_alone() -> None:
+    from wikiqa.evals.labels.halves import task_half
+
+    ids = [f"nq-test-{i}" for i in range(400)]
+    halves = [task_half(i) for i in ids]
+    assert 170 <= halves.count("check") <= 230
+    # the split the public2 labels of the check half were drawn from: fixed for good
+    assert task_half("selfaware-2658") == task_half("bipia-train-persuasion-1") == "check"
+    assert task_half("nq-test-2") != task_half("nq-test-3")
+    labelled = Path(__file__).resolve().parents[3] / "experiments" / "labels_reading"
+    drawn = load_labels(labelled / "qwen32_public2_check.jsonl")
+    assert len(drawn) == 100 and {task_half(e.task_id) for e in drawn} == {"check"}

@@ -16,6 +16,7 @@ tasks they are judged on.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -112,10 +113,12 @@ L2_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
 
 
 class Fold(NamedTuple):
-    """One L2 strength's out-of-fold AUROC, with its task-resampled 95% interval."""
+    """One L2 strength's out-of-fold AUROC, with its task-resampled 95% interval, and the
+    pooled out-of-fold probabilities it was computed from (in the order of `points`)."""
 
     auroc: float | None
     interval: tuple[float, float] | None
+    scores: tuple[float, ...] = ()
 
 
 def cross_validate(
@@ -147,17 +150,27 @@ def cross_validate(
             if len(set(y[train])) < 2:
                 raise FitError(f"fold {k} leaves one class only to fit on; use fewer folds")
             scores[test] = x[test] @ _newton(x[train], y[train], l2)
-        pooled = list(scores)
-        found[l2] = Fold(auroc(pooled, labels), auroc_interval(pooled, labels, tasks))
+        pooled = [float(p) for p in 1.0 / (1.0 + np.exp(-scores))]
+        found[l2] = Fold(
+            auroc(pooled, labels), auroc_interval(pooled, labels, tasks), tuple(pooled)
+        )
     return found
 
 
 def fit(
-    frame: pd.DataFrame, risk: float = 0.25, l2: float = 1.0, features: tuple[str, ...] = FEATURES
+    frame: pd.DataFrame,
+    risk: float = 0.25,
+    l2: float = 1.0,
+    features: tuple[str, ...] = FEATURES,
+    held_out: Fold | None = None,
 ) -> Weights:
     """Weights for `evidence.score` over `features` (the evidence signals by default; the
     model's own, `answer_logprob` and `p_unknown`, where the run kept them), fitted on one run's
-    rows or several runs' together; `risk` sets the review threshold."""
+    rows or several runs' together; `risk` sets the review threshold. With `held_out` (from
+    `cross_validate` on the same frame) the share of answers to keep is chosen on the
+    out-of-fold scores, which in-sample scores would flatter, and the threshold is the final
+    fit's score at that rank: the folds' scores are on other fits' scales, so a threshold read
+    off them could keep nothing (or everything) under the final weights."""
     signals, labels = points(frame)
     if len(set(labels)) < 2:
         raise FitError(f"need correct and incorrect answers to fit; got {len(labels)} points")
@@ -170,14 +183,20 @@ def fit(
         features=list(features),
         weights=[round(float(b), 4) for b in beta[1:]],
         bias=round(float(beta[0]), 4),
-        review_below=review_threshold(scores, labels, risk),
+        review_below=(
+            threshold_at(scores, kept_share(list(held_out.scores), labels, risk))
+            if held_out
+            else review_threshold(scores, labels, risk)
+        ),
         fitted_on=f"{run} (suite {suite})",
         points=len(labels),
         auroc_fit=round(auroc(scores, labels) or 0.5, 4),
     )
 
 
-def on_run(frame: pd.DataFrame, fitted: Weights | None = None) -> ConfidenceReport:
+def on_run(
+    frame: pd.DataFrame, fitted: Weights | None = None, mode: evidence.Mode = "tools"
+) -> ConfidenceReport:
     """`fitted` weights (by default the shipped ones) scored on another run's decided answers
     (its graders' correctness): how weights fitted on one suite rank the answers of a suite
     they never saw."""
@@ -186,8 +205,22 @@ def on_run(frame: pd.DataFrame, fitted: Weights | None = None) -> ConfidenceRepo
         raise FitError("the run has no answered trial with decided correctness")
     if fitted is not None:
         _design(signals, tuple(fitted.features))  # every answer carries what the weights read
-    scores = [evidence.score(s, fitted) for s in signals]
+    scores = [evidence.score(s, fitted, mode) for s in signals]
     return report(scores, labels, tasks)  # a task's trials resampled together
+
+
+def kept_share(scores: list[float], labels: list[bool], risk: float) -> int:
+    """How many answers the most confident can be kept with error at most `risk` (0: none)."""
+    ok = [p for p in risk_coverage(scores, labels) if p.risk <= risk]
+    return min(ok, key=lambda p: p.threshold).answered if ok else 0
+
+
+def threshold_at(scores: list[float], kept: int) -> float:
+    """The confidence that keeps the `kept` highest scores (1.0 for none)."""
+    if kept <= 0:
+        return 1.0
+    at = sorted(scores, reverse=True)[min(kept, len(scores)) - 1]
+    return math.floor(at * 1000) / 1000  # written to 3 places: down, so the answer at it stays
 
 
 def review_threshold(scores: list[float], labels: list[bool], risk: float) -> float:
@@ -197,13 +230,32 @@ def review_threshold(scores: list[float], labels: list[bool], risk: float) -> fl
     return round(min(ok), 3) if ok else 1.0
 
 
+def recorded_signals(frame: pd.DataFrame) -> dict[tuple[str, str], dict[str, float]]:
+    """What a run recorded for each of its answers, by (task, answer text): the signals a label
+    file cannot hold (agreement across samples, corroboration, the model's own), to score a
+    labelled answer by when it is one of the run's."""
+    rows = frame[(frame["outcome"] == "answer") & (frame["dimension"] == "correctness")]
+    found: dict[tuple[str, str], dict[str, float]] = {}
+    for task_id, answer, cell in zip(rows["task_id"], rows["answer"], rows["signals"], strict=True):
+        signals = _signals(cell)
+        if signals:
+            found[(str(task_id), str(answer))] = signals
+    return found
+
+
 def on_labels(
-    examples: list[LabelledExample], tasks: dict[str, Task], fitted: Weights | None = None
+    examples: list[LabelledExample],
+    tasks: dict[str, Task],
+    fitted: Weights | None = None,
+    recorded: dict[tuple[str, str], dict[str, float]] | None = None,
+    mode: evidence.Mode = "tools",
 ) -> ConfidenceReport:
     """The shipped confidence (or `fitted` weights) against *human* correctness labels: every
     labelled answer with a pass or fail, scored from its own quotes and titles. `retrieved` (the
     fetched titles, in search order) stands for the search hits. A check the fit never saw, on
-    labels written without the graders."""
+    labels written without the graders. With `recorded` (a run's `recorded_signals`), each
+    labelled answer is scored by the signals the run recorded for it, and one the run did not
+    give is an error: a label file mixing runs would otherwise be scored two ways."""
     scores, labels, ids = [], [], []
     for example in examples:
         verdict = example.labels.get("correctness")
@@ -213,14 +265,22 @@ def on_labels(
         task = tasks.get(example.task_id)
         if task is None:
             raise FitError(f"{example.id}: task {example.task_id} is in none of the suites")
-        found = evidence.features(
-            task.question,
-            output.text,
-            [c.quote for c in output.citations],
-            [c.title for c in output.citations],
-            example.retrieved,
-        )
-        scores.append(evidence.score(found, fitted))
+        if recorded is not None:
+            kept = recorded.get((example.task_id, output.text))
+            if kept is None:
+                raise FitError(
+                    f"{example.id}: the run gave no answer {output.text!r} to {example.task_id}"
+                )
+            found = kept
+        else:
+            found = evidence.features(
+                task.question,
+                output.text,
+                [c.quote for c in output.citations],
+                [c.title for c in output.citations],
+                example.retrieved,
+            )
+        scores.append(evidence.score(found, fitted, mode))
         labels.append(verdict == "pass")
         ids.append(example.id)
     if not scores:
