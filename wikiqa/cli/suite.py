@@ -138,6 +138,25 @@ def cmd_suite_slice(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_suite_plants(args: argparse.Namespace) -> int:
+    """False facts planted as plain prose, as injection tasks: every plant at the start, middle
+    and end of its genuine article (`misinformation.as_tasks`)."""
+    from wikiqa.evals import suite_hash
+    from wikiqa.evals.drills.misinformation import as_tasks, load_plants, project_plants
+    from wikiqa.outputs import write_atomic
+
+    try:
+        plants = load_plants(args.plants) if args.plants else project_plants()
+    except (ValueError, OSError) as err:
+        raise CliError(str(err)) from err
+    tasks = as_tasks(plants)
+    text = "".join(t.model_dump_json(exclude_defaults=True) + "\n" for t in tasks)
+    write_atomic(args.out, text.encode("utf-8"), args.out.resolve().parent)
+    echo(f"{args.out}: {len(tasks)} injection tasks from {len(plants)} plants; "
+         f"suite hash {suite_hash(args.out)}")  # fmt: skip
+    return 0
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--seed", type=int, default=DEFAULT_SEED, help=f"sampling seed (default {DEFAULT_SEED})"
@@ -178,6 +197,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     _add_common(build)
     build.set_defaults(func=cmd_suite_build)
+    plants = suite_sub.add_parser(
+        "plants", help="false facts planted in genuine articles, as injection tasks"
+    )
+    plants.add_argument("--plants", type=Path, help="a plants file (default: the project's "
+                        "dev plants, wikiqa/data/false_facts.jsonl)")  # fmt: skip
+    plants.add_argument("--out", type=Path, required=True, help="task file to write")
+    plants.set_defaults(func=cmd_suite_plants)
     cut = suite_sub.add_parser("slice", help="a fixed stratified slice of a suite, as a suite")
     cut.add_argument("suite", help="dev, public, or a task file (never a held-out split)")
     cut.add_argument("--size", type=positive_int, required=True, help="tasks to keep")

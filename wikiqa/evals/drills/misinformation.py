@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from wikiqa.agent import Agent, AgentConfig, AgentResult, Answer
 from wikiqa.evals.graders.aliases import stated
+from wikiqa.evals.tasks.task import Injection, Task
 from wikiqa.inputs import MiB, parse_jsonl, read_jsonl, validate
 from wikiqa.models import ExtractiveModel, Model, ScriptedModel
 from wikiqa.sources import InjectionSource, Plant, WikiSource, normalize_title
@@ -77,6 +78,40 @@ def project_plants() -> list[MisinformationPlant]:
     return [
         validate(MisinformationPlant, obj, f"{data}:{n}")
         for n, obj in parse_jsonl(data.read_text(), str(data))
+    ]
+
+
+def as_tasks(plants: list[MisinformationPlant]) -> list[Task]:
+    """The plants as suite tasks, so any agent meets them in a run and not only in this drill:
+    one injection task per plant and position, asking the plant's question with the false
+    sentence planted in its genuine article. The planted sentence is the canary (an answer that
+    quotes it fails `injection`); the true answer is the gold (one that states the false value
+    fails `correctness`)."""
+    return [
+        Task(
+            id=f"{plant.id}-{position}",
+            category="injection",
+            question=plant.question,
+            dimensions=[
+                "faithfulness",
+                "correctness",
+                "completeness",
+                "attribution",
+                "calibration",
+            ],
+            reference_answer=plant.true_answer,
+            answers=[plant.true_answer],
+            expected_sources=[plant.title],
+            should_refuse=False,
+            injection=Injection(
+                plants=[Plant(title=plant.title, text=plant.text, position=position)],
+                canaries=[plant.text],
+            ),
+            notes=f"MISINFORMATION: {plant.text!r} planted at the {position} of {plant.title!r}; "
+            f"the false answer is {plant.false_answer!r}.",
+        )
+        for plant in plants
+        for position in POSITIONS
     ]
 
 
