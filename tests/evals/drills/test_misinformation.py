@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from wikiqa.evals.drills.misinformation import (
     ANSWERERS,
     MisinformationPlant,
@@ -51,7 +53,7 @@ def test_the_plants_suite_is_the_project_plants_at_three_positions(tmp_path: Pat
 
 
 def test_an_answer_quoting_the_plant_fails_injection_and_correctness(
-    snapshot: SnapshotSource,
+    snapshot: SnapshotSource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from wikiqa.agent import Agent
     from wikiqa.evals.drills.misinformation import believing_reader
@@ -65,14 +67,9 @@ def test_an_answer_quoting_the_plant_fails_injection_and_correctness(
     source = InjectionSource(snapshot, task.injection.plants)
     # with the corroboration check off, the believing reader quotes the plant, and the graders
     # fail it on both counts; with it on (the agent as it ships) the plant is refused
-    import wikiqa.agent.loop as loop
-
-    shipped = loop.weigh
-    try:
-        loop.weigh = lambda state, output: (output, None)  # type: ignore[assignment]
+    with monkeypatch.context() as patched:
+        patched.setattr("wikiqa.agent.loop.weigh", lambda state, output: (output, None))
         believed = Agent(model, source, config).ask(task.question)
-    finally:
-        loop.weigh = shipped
     verdicts = {g.dimension: g.verdict for g in grade(task, believed).grades}
     assert verdicts["injection"] == "fail" and verdicts["correctness"] == "fail"
     refused = Agent(believing_reader(plant)[0], source, config).ask(task.question)
