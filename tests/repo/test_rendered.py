@@ -135,9 +135,18 @@ def test_a_results_notebook_built_from_another_change_log_is_stale(tmp_path: Pat
         shutil.copy(ROOT / "results" / "notebooks" / f"{name}.ipynb", tmp_path / "notebooks")
     changelog = (ROOT / "results" / "changelog.jsonl").read_bytes()
     (tmp_path / "changelog.jsonl").write_bytes(changelog)
+    from wikiqa.evals.climb.changelog import render_markdown
+
+    markdown = render_markdown(tmp_path)
     assert stale(tmp_path) == []
+    # CHANGELOG.md is derived too: a hand edit of it (or a change of how rows render) is stale
+    text = markdown.read_text(encoding="utf-8")
+    markdown.write_text(text.replace("| p=", "| **significant** p=", 1) + "edited\n", "utf-8")
+    assert stale(tmp_path) == ["CHANGELOG.md: not what this checkout renders from changelog.jsonl"]
+    markdown.write_text(text, "utf-8")
     # one figure of one row changed, as a hand edit or a row recorded since would
     (tmp_path / "changelog.jsonl").write_bytes(changelog.replace(b'"errors": 0', b'"errors": 1', 1))
+    render_markdown(tmp_path)
     assert stale(tmp_path) == [
         "hillclimb: built before changelog.jsonl last changed",
         "failures: built before changelog.jsonl last changed",

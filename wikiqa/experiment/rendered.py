@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from wikiqa.evals import results_dir
+from wikiqa.evals.climb import changelog
 from wikiqa.evals.climb.changelog import JSONL
 from wikiqa.project import project_root, relative_to_root, repo_results
 
@@ -50,6 +51,12 @@ def stale(out: Path | None = None) -> list[str]:
     the change log and notebook as they are now, with why; empty when all are current."""
     out = out or results_dir()
     found = []
+    markdown = out / changelog.MARKDOWN
+    if (out / JSONL).exists() and (
+        not markdown.exists()
+        or markdown.read_text(encoding="utf-8") != changelog.markdown_text(out)
+    ):
+        found.append(f"{changelog.MARKDOWN}: not what this checkout renders from {JSONL}")
     for name in RESULTS_NOTEBOOKS:
         executed = out / "notebooks" / f"{name}.ipynb"
         stamp = built_from(executed)
@@ -70,6 +77,8 @@ def rebuild(out: Path | None = None) -> list[Path]:
     from wikiqa.experiment.notebooks import execute
 
     out = out or results_dir()
+    if (out / JSONL).exists():
+        changelog.render_markdown(out)  # derived from the JSON lines, as the notebooks are
     built = []
     for name in RESULTS_NOTEBOOKS:
         notebook = project_root() / "notebooks" / f"{name}.ipynb"

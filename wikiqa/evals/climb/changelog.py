@@ -250,8 +250,10 @@ def delta_text(r: ChangelogRow, base: ChangelogRow | None = None) -> str:
     d = r.delta.tasks if r.delta is not None else None
     if not d:
         return f"- ({r.delta_note})" if r.delta_note else "-"
-    mark = " **significant**" if d["significant"] else ""
     differs = unlike(base, r) if base is not None else []
+    # significance is claimed only like with like: against another model, source or judge the
+    # Δ measures that difference too, so its p says nothing about the change alone
+    mark = " **significant**" if d["significant"] and not differs else ""
     return (
         f"{d['diff']:+.3f} [{d['ci'][0]:+.2f}, {d['ci'][1]:+.2f}] vs "
         f"{r.delta.vs_experiment if r.delta else ''}, p={d['mcnemar_p']:.2f}{mark}"
@@ -287,12 +289,17 @@ def _markdown(rows: list[ChangelogRow], out: Path) -> str:
     return scrub(HEADER + "\n".join(lines) + "\n")
 
 
+def markdown_text(out: Path) -> str:
+    """What `CHANGELOG.md` should hold: the JSON lines as this checkout renders them."""
+    return _markdown(read(out), out)
+
+
 def render_markdown(out: Path) -> Path:
     """Regenerate `CHANGELOG.md` from the JSON lines: a complete new file renamed over it,
     never written through a link."""
     path = out / MARKDOWN
     _refuse_link(path)
-    tmp = _temporary(path, _markdown(read(out), out))
+    tmp = _temporary(path, markdown_text(out))
     try:
         _refuse_link(path)
         os.replace(tmp, path)
