@@ -60,12 +60,14 @@ def test_the_executor_is_not_a_run_parameter() -> None:
 
 
 def test_a_step_takes_executor() -> None:
-    assert parameters({"EXECUTOR": "ray://head:10001"}).EXECUTOR == "ray://head:10001"
-    assert parameters({}).EXECUTOR == "local"
+    assert parameters({"EXECUTOR": "ray://head:10001"}).run_options()["executor"] == (
+        "ray://head:10001"
+    )
+    assert parameters({}).run_options()["executor"] == "local"
     with pytest.raises((ParameterError, ValueError)):
         from wikiqa.experiment.step import _config
 
-        _config(parameters({"EXECUTOR": "slurm"}), "x", "extractive", Path("."))
+        _config(parameters({"EXECUTOR": "slurm"}), "x", Path("."))
 
 
 def test_local_model_specs_record_one_spec_whatever_port_serves_them() -> None:

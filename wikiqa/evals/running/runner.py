@@ -97,11 +97,12 @@ class Runner:
         # (the change log refuses a rerun whose row is already recorded) by raising.
         self.admit = admit
         self.executor = executor  # None: the one config.executor names
-        self.model = model or open_run_model(config.model)
+        self.model = model or open_run_model(config.model, config.max_tokens, config.timeout)
         self.source = source or open_source(config.source, (config.out,))
         # Every run records what its source answered (runs/RUN_ID.cassette.jsonl.gz)
         self.record_cassette = record_cassette
-        judge_model = judge_model or (open_run_model(config.judge) if config.judge else None)
+        if judge_model is None and config.judge:
+            judge_model = open_run_model(config.judge, config.max_tokens, config.timeout)
         if judge_model is not None:
             check_not_self(judge_model.spec, self.model.spec, config.allow_self_judge)
         self.judge_model = judge_model
@@ -196,7 +197,8 @@ class Runner:
         if logged.max_tokens is not None and logged.max_tokens != cap:
             raise ValueError(
                 f"run {resume} called its model with max_tokens {logged.max_tokens}; this "
-                f"model's cap is {cap} (set WIKIQA_MODEL_MAX_TOKENS, or a step's MAX_TOKENS)"
+                f"model's cap is {cap}: resume it with --max-tokens {logged.max_tokens} (a "
+                f"step's MAX_TOKENS)"
             )
 
     def _finish(self, log: RunLog, tasks: list[Task], executor: Executor) -> RunOutcome:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from wikiqa.agent import Agent
+from wikiqa.config import Settings
 from wikiqa.evals.graders import decision_of
 from wikiqa.evals.running.cache import Cache, CachingModel
 from wikiqa.evals.running.cassettes import replaying
@@ -61,13 +62,27 @@ class Trial:
     source: WikiSource | None = None
     cache: Cache | None = None
     sleep: Callable[[float], None] = time.sleep
+    server_threads: int | None = None  # a served model's llama.cpp threads (None: the setting)
 
     def shipped(self, cache: Cache | None) -> Trial:
         """This function as another process gets it: the specs, not the open model or source
         (each process opens its own), with `cache` (the driver's, reached remotely). A replayed
-        cassette goes as it was read: its file is on the driver's disk only."""
-        kept = self.source if isinstance(self.source, CassetteSource) else None
-        return replace(self, model=None, source=kept, cache=cache, sleep=time.sleep)
+        cassette goes as it was read: its file is on the driver's disk only. What the run
+        leaves to the settings (the output-token cap, the timeout, a server's threads) is
+        filled in with this process's: another node's settings may differ, and a run's model
+        is called alike wherever its trials run."""
+        settings = Settings()
+        config = self.config.model_copy(
+            update={
+                "max_tokens": self.config.max_tokens or settings.model_max_tokens,
+                "timeout": self.config.timeout or settings.model_timeout,
+            }
+        )
+        return replace(
+            self, config=config, model=None, cache=cache, sleep=time.sleep,
+            source=self.source if isinstance(self.source, CassetteSource) else None,
+            server_threads=self.server_threads or settings.server_threads,
+        )  # fmt: skip
 
     def opened(self) -> tuple[Model, WikiSource]:
         """The model and the source this call runs against (opened now, once per process)."""
@@ -76,7 +91,10 @@ class Trial:
         key = self.config.model_dump_json() + repr(getattr(self.source, "sha256", None))
         with _lock:
             if key not in _opened:
-                model = self.model or open_run_model(self.config.model)
+                config = self.config
+                model = self.model or open_run_model(
+                    config.model, config.max_tokens, config.timeout, self.server_threads
+                )
                 source = self.source or open_source(self.config.source, (self.config.out,))
                 _opened[key] = (model, source)
             return _opened[key]
