@@ -88,14 +88,15 @@ class Trial:
         """The model and the source this call runs against (opened now, once per process)."""
         if self.model is not None and self.source is not None:
             return self.model, self.source
-        key = self.config.model_dump_json() + repr(getattr(self.source, "sha256", None))
+        shipped = getattr(self.source, "sha256", None)
+        key = self.config.model_dump_json() + repr((shipped, self.server_threads))
         with _lock:
             if key not in _opened:
                 config = self.config
                 model = self.model or open_run_model(
                     config.model, config.max_tokens, config.timeout, self.server_threads
                 )
-                source = self.source or open_source(self.config.source, (self.config.out,))
+                source = self.source or open_source(config.source, (config.out,))
                 _opened[key] = (model, source)
             return _opened[key]
 
