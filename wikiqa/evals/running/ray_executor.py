@@ -164,13 +164,14 @@ class RayExecutor:
         connect(self.address)
         config = trial.config
         cache = self._cache_host() if trial.cache is not None else None
-        # The trial function goes to the workers once, through the object store: the run's
-        # configuration, the cache's actor, and a replayed cassette as the driver read it (never
-        # as a path: the file is on the driver's disk only).
-        shipped = ray.put(trial.shipped(_RemoteCache(cache) if cache is not None else None))
+        # The trial function goes to the workers with the run's configuration, the cache's
+        # actor, and a replayed cassette as the driver read it (never as a path: the file is on
+        # the driver's disk only): to tasks once, through the object store; to each host as its
+        # constructor's argument, which Ray keeps to restart it with.
+        shipped = trial.shipped(_RemoteCache(cache) if cache is not None else None)
         try:
             if self.hosts is None and not is_served(config.model):
-                yield from self._as_tasks(shipped, todo, config)
+                yield from self._as_tasks(ray.put(shipped), todo, config)
             else:
                 yield from self._on_hosts(shipped, todo, config)
         finally:
@@ -208,7 +209,7 @@ class RayExecutor:
             for ref in pending:
                 ray.cancel(ref, force=True)
 
-    def _on_hosts(self, shipped: Any, todo: Todo, config: RunConfig) -> Iterator[Finished]:
+    def _on_hosts(self, shipped: Trial, todo: Todo, config: RunConfig) -> Iterator[Finished]:
         served = is_served(config.model)
         slots = self.slots or (1 if served else config.concurrency)
         hosts = self._start_hosts(shipped, slots, served)
@@ -236,7 +237,7 @@ class RayExecutor:
             for h in hosts:
                 ray.kill(h)
 
-    def _start_hosts(self, shipped: Any, slots: int, served: bool) -> list[Any]:
+    def _start_hosts(self, shipped: Trial, slots: int, served: bool) -> list[Any]:
         options: dict[str, Any] = {
             "max_concurrency": slots,
             "max_restarts": self.max_retries,
