@@ -242,13 +242,14 @@ def parameters_page() -> str:
     """`reference/parameters.md`: the agent's levers (`AgentConfig`) and every step notebook's
     common parameters (`wikiqa.experiment.params`), with defaults, rules and help."""
     from wikiqa.agent import AgentConfig
-    from wikiqa.experiment.params import StepParameters
+    from wikiqa.experiment.params import fields
 
     lines = [
         "# Levers and step parameters",
         "",
-        "Generated from `wikiqa.agent.AgentConfig` and `wikiqa.experiment.params.StepParameters` "
-        "by `docs/gen_reference.py` at every docs build.",
+        "Generated from `wikiqa.agent.AgentConfig`, `wikiqa.evals.RunConfig` and "
+        "`wikiqa.experiment.params.StepParameters` by `docs/gen_reference.py` at every docs "
+        "build.",
         "",
         "## Agent levers",
         "",
@@ -275,12 +276,17 @@ def parameters_page() -> str:
         "Every step notebook takes these, with these defaults, beside the agent levers above: set "
         "one in the notebook's `parameters` cell or with `wikiqa experiment run NOTEBOOK -p NAME "
         "VALUE` (values are JSON when they parse). A name that is neither one of these nor "
-        "declared in the notebook's own `parameters` cell is refused before the notebook runs.",
+        "declared in the notebook's own `parameters` cell is refused before the notebook runs. "
+        "Apart from the step's own (`OUT`, `RECORD`, `VS`, `RESUME`), each is a run option, a "
+        "field of `RunConfig` in capitals, and a flag of `wikiqa eval` and `wikiqa check` "
+        "(`MAX_TOKENS` is `--max-tokens`).",
         "",
         "| parameter | default | rule | meaning |",
         "|---|---|---|---|",
     ]
-    for name, field in StepParameters.model_fields.items():
+    for name, field in fields().items():
+        if name.lower() in AgentConfig.model_fields:
+            continue  # listed above
         default = f"`{field.default}`" if field.default != "" else '`""`'
         rule = _rule(field)
         meaning = _cell(field.description or "")

@@ -62,10 +62,17 @@ def is_served(spec: str) -> bool:
     return base == "local" or (base.startswith("local:") and len(base) > len("local:"))
 
 
-def open_model(spec: str = "extractive", api_key: str | None = None) -> Model:
+def open_model(
+    spec: str = "extractive",
+    api_key: str | None = None,
+    *,
+    max_tokens: int | None = None,
+    timeout: float | None = None,
+) -> Model:
     """Build a model from its spec string (imports each provider's SDK only when asked);
     `api_key` is an `openai:` server's own key (a local server's, started for this process),
-    sent in place of the configured one."""
+    sent in place of the configured one. `max_tokens` (output tokens per call) and `timeout`
+    (seconds per call) go to an API client (None: the settings'); other models take none."""
     kind, _, rest = spec.partition(":")
     if kind == "extractive":
         from wikiqa.models import ExtractiveModel
@@ -74,7 +81,7 @@ def open_model(spec: str = "extractive", api_key: str | None = None) -> Model:
     if kind == "anthropic" and rest:
         from wikiqa.models.anthropic_model import AnthropicModel
 
-        return AnthropicModel(rest)
+        return AnthropicModel(rest, max_tokens=max_tokens, timeout=timeout)
     if kind == "openai" and rest:
         from wikiqa.models.openai_model import OpenAIModel
 
@@ -83,8 +90,9 @@ def open_model(spec: str = "extractive", api_key: str | None = None) -> Model:
         at = re.search(r"@(?=https?://)", rest) or re.search(r"@[^@]*$", rest)
         model, base_url = (rest[: at.start()], rest[at.start() + 1 :]) if at else (rest, "")
         return OpenAIModel(
-            model, base_url=base_url or None, api_key=api_key, options=_options(extra)
-        )
+            model, base_url=base_url or None, api_key=api_key, options=_options(extra),
+            max_tokens=max_tokens, timeout=timeout,
+        )  # fmt: skip
     if kind == "scripted" and rest:
         from wikiqa.models import ScriptedModel
 

@@ -138,10 +138,9 @@ def _served(model: str, tasks: int, home: Path) -> dict[str, float]:
     figures: dict[str, float] = {}
     for servers, threads in ((1, 2), (2, 1)):
         config = RunConfig(model=model, limit=tasks, trials=1, cache=False, read_first=1,
-                           concurrency=8, executor="ray",
+                           concurrency=8, executor="ray", timeout=900,
                            out=home / f"served{servers}x{threads}")  # fmt: skip
-        settings = {"WIKIQA_SERVERS_PER_NODE": str(servers), "WIKIQA_SERVER_THREADS": str(threads),
-                    "WIKIQA_MODEL_TIMEOUT": "900"}  # fmt: skip
+        settings = {"WIKIQA_SERVERS_PER_NODE": str(servers), "WIKIQA_SERVER_THREADS": str(threads)}
         with mock.patch.dict(os.environ, settings):
             seconds, outcome = _timed(config)
         name = f"served_{servers}x{threads}"

@@ -10,21 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import ValidationError
 
 from wikiqa.agent.config import flag_errors
 from wikiqa.cli.common import (
-    EXECUTOR_HELP,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
-    MODEL_HELP,
-    SOURCE_HELP,
     CliError,
     add_agent_flags,
     agent_config,
-    positive_int,
 )
 from wikiqa.config import Settings
 from wikiqa.sources import SnapshotError
@@ -32,34 +29,26 @@ from wikiqa.terminal import echo
 
 
 def _run_config(args: argparse.Namespace) -> Any:
+    """The `RunConfig` the run flags (`_add_run_options`) set: each flag given, by its field;
+    the model and the source the settings name when not given; and an ad hoc run's results
+    under results/scratch/."""
     from wikiqa.evals import RunConfig, scratch_dir
+    from wikiqa.evals.running.records import INTERNAL
 
     settings = Settings()
     fields = {
-        "suite": args.suite,
-        "holdout": args.holdout,
-        "allow_holdout_rerun": args.allow_holdout_rerun,
-        "trials": args.trials,
-        "model": args.model or settings.model,
-        "judge": args.judge,
-        "allow_self_judge": args.allow_self_judge,
-        "source": args.source or settings.source,
-        "concurrency": args.concurrency,
-        "agent": agent_config(args),
-        "limit": args.limit,
-        "experiment": args.experiment,
-        "change": args.change,
-        "kind": args.kind,
-        "cache": not args.no_cache,
-        "executor": args.executor,
+        name: getattr(args, name)
+        for name in RunConfig.model_fields
+        if name not in INTERNAL and getattr(args, name, None) is not None
     }
-    if args.out is not None:
-        fields["out"] = args.out
-    elif not getattr(args, "record", False) and not args.holdout:
+    fields.setdefault("model", settings.model)
+    fields.setdefault("source", settings.source)
+    fields["agent"] = agent_config(args)
+    if "out" not in fields and not getattr(args, "record", False) and not fields.get("holdout"):
         # an ad hoc run is exploration: it stays out of the committed climb (results/scratch/)
         fields["out"] = scratch_dir()
     try:
-        return RunConfig(**{k: v for k, v in fields.items() if v is not None})
+        return RunConfig(**fields)
     except ValidationError as err:
         raise CliError(flag_errors(err), EXIT_USAGE) from None
 
@@ -206,51 +195,82 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--suite",
-        default="dev",
-        help="dev (default), public, public2, or a task file path; with --holdout: dev, public, "
-        "public2, fresh or fresh2",
+# What a run flag's help says of a default set elsewhere than in `RunConfig`.
+DEFAULTS_ELSEWHERE = {
+    "model": "the settings' model (WIKIQA_MODEL), else extractive",
+    "source": "the settings' source (WIKIQA_SOURCE), else snapshot",
+    "out": "results/scratch/, or results/ with --record or --holdout",
+}
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """One flag per run option, generated from `RunConfig`'s fields (`INTERNAL` aside), each
+    with the field's help: `--holdout` for a switch off by default, `--no-cache` for one on by
+    default, choices for a closed set (`--kind`), a typed value otherwise. A flag not given
+    stays None, so only what the user set reaches the config (`_run_config`); the field's rule
+    is checked there, named by its flag. Then one flag per agent lever."""
+    from wikiqa.evals.running.records import INTERNAL, RunConfig
+
+    group = parser.add_argument_group("run options")
+    for name, field in RunConfig.model_fields.items():
+        if name in INTERNAL:
+            continue
+        flag = "--" + name.replace("_", "-")
+        default = DEFAULTS_ELSEWHERE.get(name, field.default)
+        text = field.description or ""
+        shown = f"{text} (default: {default})" if default not in (None, "") else text
+        kind = _given(field.annotation)
+        if kind is bool and field.default is True:
+            group.add_argument(
+                "--no-" + flag[2:], dest=name, action="store_false", default=None,
+                help=f"do not {text}",
+            )  # fmt: skip
+        elif kind is bool:
+            group.add_argument(flag, action="store_true", default=None, help=text)
+        elif get_origin(kind) is Literal:
+            group.add_argument(flag, choices=get_args(kind), default=None, help=shown)
+        else:
+            group.add_argument(flag, type=kind, default=None, metavar=name.upper(), help=shown)
+    add_agent_flags(parser)
+
+
+def _given(annotation: Any) -> Any:
+    """A field's type without its None (`int | None` is int: None is the flag not given)."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    return (
+        args[0] if get_origin(annotation) in (Union, UnionType) and len(args) == 1 else annotation
     )
-    p.add_argument(
-        "--holdout", action="store_true", help="run the held-out suite (once, at the end)"
-    )
-    p.add_argument(
-        "--allow-holdout-rerun",
-        action="store_true",
-        help="run a held-out split already run (another agent's one look); recorded as a holdout row",
-    )
-    p.add_argument("--trials", type=positive_int, default=None, help="trials per task (default 3)")
-    p.add_argument(
-        "--model",
-        help=MODEL_HELP,
-    )
-    p.add_argument("--judge", help="judge model spec (default: offline graders only)")
-    p.add_argument("--allow-self-judge", action="store_true", help="let the answerer's model judge")
-    p.add_argument("--source", help=SOURCE_HELP)
-    p.add_argument("--concurrency", type=positive_int, default=8)
-    p.add_argument("--executor", default=None, help=EXECUTOR_HELP)
-    add_agent_flags(p)
-    p.add_argument(
-        "--limit",
-        type=positive_int,
-        default=None,
-        help="run N tasks drawn across the suite's categories "
-        "(each category at least once, then in proportion)",
-    )
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="results directory (default: results/scratch/, or results/ with --record or --holdout)",
-    )
-    p.add_argument("--experiment", default=None, help="experiment name recorded with the run")
-    p.add_argument("--change", default=None, help="what this run changed (for the change log)")
-    p.add_argument("--kind", default=None, help="baseline, prompt, retrieval, grader, model, ...")
-    p.add_argument(
-        "--no-cache", action="store_true", help="do not read or write the response cache"
-    )
+
+
+class _RunCommand(argparse.ArgumentParser):
+    """A command that takes the run options. Their flags are generated from `RunConfig` the
+    first time the command is parsed or its help is shown: building the command line for any
+    other command (`wikiqa ask` starts in half a second) never imports the run machinery."""
+
+    generated = False
+
+    def _generate(self) -> None:
+        if not self.generated:
+            self.generated = True
+            _add_run_options(self)
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        self._generate()
+        return super().parse_known_args(*args, **kwargs)
+
+    def format_usage(self) -> str:
+        self._generate()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._generate()
+        return super().format_help()
+
+
+def _run_command(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`parser` (a new subcommand's) as a command taking the run options."""
+    parser.__class__ = _RunCommand
+    return parser
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -269,8 +289,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    evaluate = sub.add_parser("eval", help="run the eval suite and print the table")
-    _add_run_options(evaluate)
+    evaluate = _run_command(sub.add_parser("eval", help="run the eval suite and print the table"))
     evaluate.add_argument("--resume", metavar="RUN_ID", help="finish an interrupted run")
     evaluate.add_argument("--record", action="store_true", help="append the run to the change log")
     evaluate.add_argument(
@@ -282,8 +301,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     evaluate.add_argument("--json", action="store_true", help="print the run summary as JSON")
     evaluate.set_defaults(func=cmd_eval)
 
-    check = sub.add_parser("check", help="regression gate against results/baseline.json")
-    _add_run_options(check)
+    check = _run_command(
+        sub.add_parser("check", help="regression gate against results/baseline.json")
+    )
     check.add_argument("--run", type=Path, help="read this results parquet instead of running")
     check.add_argument(
         "--baseline", type=Path, default=None, help="baseline JSON (default: results/baseline.json)"

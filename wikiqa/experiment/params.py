@@ -12,64 +12,33 @@ from copy import copy
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from wikiqa.agent import AgentConfig
+from wikiqa.evals.running.records import INTERNAL, RunConfig
 from wikiqa.evals.running.records import KINDS as KINDS
 from wikiqa.evals.running.records import Kind as Kind
 
+# Run options a step sets its own way: its experiment is the notebook's name, and its results
+# folder (`OUT`, below) defaults by whether the step is recorded.
+STEP_OWN = ("experiment", "out")
+# The run options a step takes as parameters, by `RunConfig` field name.
+RUN_OPTIONS = tuple(n for n in RunConfig.model_fields if n not in INTERNAL + STEP_OWN)
+
 
 class StepParameters(BaseModel):
-    """A step's parameters: what it sets about its run (model, suite, trials, recording, ...),
-    each description listing the allowed values, and one parameter per agent lever, generated
-    from `AgentConfig` (`_STEP`), never listed again."""
+    """A step's parameters: the step's own (where its run goes, whether it is recorded, what
+    its Δ is against, what it resumes), one parameter per run option (generated from
+    `RunConfig`) and one per agent lever (generated from `AgentConfig`), never listed again."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    MODEL: str = Field(
-        "extractive",
-        description="extractive[:option=value,...] | anthropic:<model> | "
-        "openai:<model>@<base_url> | local (SmolLM2 via llama.cpp) | local:<name>",
-    )
-    JUDGE: str | None = Field(None, description="None: offline graders only | a judge model spec")
-    SOURCE: str = Field(
-        "snapshot",
-        description="snapshot (offline) | live | live:<host> | cassette:<run id or path> (replay "
-        "a run's cassette) | a snapshot file path",
-    )
-    SUITE: str = Field(
-        "dev",
-        description="dev | public | public2 | another suite in experiments/suite/ by name | a "
-        "task file path (never a held-out split: HOLDOUT runs that)",
-    )
-    HOLDOUT: bool = Field(
-        False,
-        description="False: the suite | True: the suite's held-out split, run once at the end "
-        "with this step's agent, and recorded (`wikiqa experiment run STEP --holdout`)",
-    )
-    TRIALS: int = Field(3, ge=1, le=100, description="trials per task, majority vote: 1..100")
-    CONCURRENCY: int = Field(8, ge=1, le=256, description="worker threads: 1..256")
-    EXECUTOR: str = Field(
-        "local",
-        description="local (this kernel's threads) | ray (a local Ray, or RAY_ADDRESS) | "
-        "ray://<host>:<port> (a Ray cluster) | ray:<address>; ray needs the `ray` extra",
-    )
-    LIMIT: int | None = Field(
-        None,
-        ge=1,
-        description="None: the whole suite | N: N tasks across its categories (stratified)",
-    )
     OUT: str | None = Field(
         None, description="None: results/scratch/ (or results/ when recorded) | a directory"
     )
     RECORD: bool = Field(
         False, description="False: exploratory, no change-log row | True: record the step"
     )
-    CHANGE: str = Field("", description="what this step changes (free text)")
-    KIND: Kind = Field("adhoc", description=" | ".join(KINDS))
-    MAX_TOKENS: int | None = Field(
-        None, ge=16, le=32768, description="None: the default | output tokens per model call"
-    )
-    TIMEOUT: float | None = Field(None, gt=0, description="None: the default | seconds per call")
     VS: str | None = Field(
         None,
         description="None: the Δ against the suite's last row | a step's name: against that "
@@ -85,20 +54,28 @@ class StepParameters(BaseModel):
             **{name: getattr(self, name.upper()) for name in AgentConfig.model_fields}
         )
 
+    def run_options(self) -> dict[str, Any]:
+        """The run options these parameters set, by `RunConfig` field name."""
+        return {name: getattr(self, name.upper()) for name in RUN_OPTIONS}
 
-def _agent_parameters() -> dict[str, Any]:
-    """Every `AgentConfig` lever as a step parameter: its name in capitals, the same default,
-    rule and help."""
-    return {
-        name.upper(): (field.annotation, copy(field))
-        for name, field in AgentConfig.model_fields.items()
-    }
+
+def _upper(fields: dict[str, FieldInfo], names: tuple[str, ...]) -> dict[str, Any]:
+    """Fields as step parameters: each name in capitals, the same type, default, rule and help."""
+    return {name.upper(): (fields[name].annotation, copy(fields[name])) for name in names}
 
 
 _STEP: type[StepParameters] = create_model(
-    "StepParameters", __base__=StepParameters, **_agent_parameters()
+    "StepParameters",
+    __base__=StepParameters,
+    **_upper(RunConfig.model_fields, RUN_OPTIONS),
+    **_upper(AgentConfig.model_fields, tuple(AgentConfig.model_fields)),
 )
 COMMON = tuple(_STEP.model_fields)
+
+
+def fields() -> dict[str, FieldInfo]:
+    """Every common step parameter (the step's own, the run options, the agent levers)."""
+    return dict(_STEP.model_fields)
 
 
 class ParameterError(ValueError):

@@ -34,22 +34,23 @@ def step(namespace: Mapping[str, Any]) -> RunOutcome:
     overrides = injected(namespace)
     p = parameters(dict(namespace))
     if overrides:
-        p = p.model_copy(update={"CHANGE": with_overrides(p.CHANGE, overrides, namespace)})
+        change = with_overrides(p.run_options()["change"], overrides, namespace)
+        p = p.model_copy(update={"CHANGE": change})
     name = step_name_of(namespace)
-    if (p.RECORD or p.HOLDOUT) and name is None:
+    holdout = bool(p.run_options()["holdout"])
+    if (p.RECORD or holdout) and name is None:
         raise ParameterError(
             f"{'RECORD' if p.RECORD else 'HOLDOUT'} = True: this kernel does not know its "
             "notebook's file name, which names the step in the change log; record with "
             "`wikiqa experiment run NOTEBOOK --record` (or `--holdout`)"
         )
-    model = p.MODEL
     given = resolve_out(p.OUT)
     # a held-out run is always recorded: its row is what makes the next one refused
-    recorded = p.RECORD or p.HOLDOUT
+    recorded = p.RECORD or holdout
     out = given if given is not None else (results_dir() if recorded else scratch_dir())
-    _show_parameters(p, name, model, out)
-    with _model_settings(p), _served(model, p.EXECUTOR) as spec:
-        config = _config(p, name or "unnamed-step", spec, out)
+    config = _config(p, name or "unnamed-step", out)
+    _show_parameters(p, name, out)
+    with _served(config):
         policy: Policy = "record" if recorded else "explore"
         outcome, row = evaluate(
             config, policy, p.RESUME, against=p.VS, progress=False,
@@ -65,6 +66,7 @@ INJECTED = "# Parameters\n"
 # (HOLDOUT is the row's own column and its suite's name.)
 BOOKKEEPING = {
     "OUT", "RECORD", "HOLDOUT", "CHANGE", "KIND", "VS", "RESUME", "CONCURRENCY", "EXECUTOR",
+    "CACHE", "ALLOW_HOLDOUT_RERUN", "ALLOW_SELF_JUDGE",
 }  # fmt: skip
 
 
@@ -137,54 +139,34 @@ def _tell_terminal(message: str) -> None:
         echo(message, file=sys.__stderr__, flush=True)
 
 
-def _config(p: StepParameters, name: str, model: str, out: Path) -> RunConfig:
+def _config(p: StepParameters, name: str, out: Path) -> RunConfig:
+    """The run these parameters describe: every run option they set, named for the step."""
     try:
-        return RunConfig(
-            experiment=name, model=model, judge=p.JUDGE, source=p.SOURCE, suite=p.SUITE,
-            holdout=p.HOLDOUT, trials=p.TRIALS, concurrency=p.CONCURRENCY, limit=p.LIMIT, change=p.CHANGE,
-            kind=p.KIND, agent=p.agent(), out=out, executor=p.EXECUTOR,
-        )  # fmt: skip
+        return RunConfig(**p.run_options(), experiment=name, agent=p.agent(), out=out)
     except ValueError as err:
         raise ParameterError(str(err).splitlines()[-1]) from None
 
 
 @contextmanager
-def _model_settings(p: StepParameters) -> Iterator[None]:
-    """MAX_TOKENS and TIMEOUT reach the model clients through their settings, for this run only."""
-    names = {"WIKIQA_MODEL_MAX_TOKENS": p.MAX_TOKENS, "WIKIQA_MODEL_TIMEOUT": p.TIMEOUT}
-    saved = {k: os.environ.get(k) for k in names}
-    try:
-        for k, v in names.items():
-            if v is not None:
-                os.environ[k] = str(v)
-        yield
-    finally:
-        for k, old in saved.items():
-            if old is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = old
-
-
-@contextmanager
-def _served(model: str, executor: str = "local") -> Iterator[str]:
+def _served(config: RunConfig) -> Iterator[None]:
     """`local` (the shipped small model) or `local:NAME` (a catalogued model: `local:qwen`)
     goes to the run as it is: the runner serves it (`ServedModel`), and records one spec
     whatever port served it. Under the local executor its server is stopped after the run;
     under Ray each node's host starts and stops its own."""
     try:
-        yield model
+        yield
     finally:
-        if executor == "local" and (model == "local" or model.startswith("local:")):
+        model = config.model
+        if config.executor == "local" and (model == "local" or model.startswith("local:")):
             from wikiqa.evals.running.served import stop_all
 
             stop_all()
 
 
-def _show_parameters(p: StepParameters, name: str | None, model: str, out: Path) -> None:
-    shown = p.model_dump(exclude_defaults=True) | {"MODEL": model}
+def _show_parameters(p: StepParameters, name: str | None, out: Path) -> None:
+    shown = p.model_dump(exclude_defaults=True) | {"MODEL": p.run_options()["model"]}
     where = (
-        "the held-out split, recorded" if p.HOLDOUT
+        "the held-out split, recorded" if p.run_options()["holdout"]
         else "recorded" if p.RECORD else "exploratory (not recorded)"
     )  # fmt: skip
     echo(

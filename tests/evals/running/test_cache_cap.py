@@ -165,9 +165,6 @@ def test_a_spec_with_a_password_resumes_though_its_log_holds_it_masked(
         run_eval(other, first.meta.run_id, model=Capped(256, 20), source=tiny, progress=False)
 
 
-def test_a_served_model_knows_its_cap_before_its_server_starts(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("WIKIQA_MODEL_MAX_TOKENS", "384")
-    served = ServedModel("local")
+def test_a_served_model_knows_its_cap_before_its_server_starts() -> None:
+    served = ServedModel("local", max_tokens=384)
     assert served.max_tokens == 384 and served._model is None  # nothing started

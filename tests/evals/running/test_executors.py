@@ -60,12 +60,14 @@ def test_the_executor_is_not_a_run_parameter() -> None:
 
 
 def test_a_step_takes_executor() -> None:
-    assert parameters({"EXECUTOR": "ray://head:10001"}).EXECUTOR == "ray://head:10001"
-    assert parameters({}).EXECUTOR == "local"
+    assert parameters({"EXECUTOR": "ray://head:10001"}).run_options()["executor"] == (
+        "ray://head:10001"
+    )
+    assert parameters({}).run_options()["executor"] == "local"
     with pytest.raises((ParameterError, ValueError)):
         from wikiqa.experiment.step import _config
 
-        _config(parameters({"EXECUTOR": "slurm"}), "x", "extractive", Path("."))
+        _config(parameters({"EXECUTOR": "slurm"}), "x", Path("."))
 
 
 def test_local_model_specs_record_one_spec_whatever_port_serves_them() -> None:
@@ -120,15 +122,16 @@ def test_options_join_with_the_given_one_winning() -> None:
     assert join_options("openai:m@http://h/v1", "brief=1") == "openai:m@http://h/v1;brief=1"
 
 
-class _CountingRunner:
-    """A runner whose trials overlap if the executor lets them: it counts how many run at once."""
+class _CountingTrial:
+    """A trial function whose calls overlap if the executor lets them: it counts how many run at
+    once."""
 
     def __init__(self, model: str, concurrency: int) -> None:
         self.config = RunConfig(model=model, concurrency=concurrency)
         self.now = self.most = 0
         self.lock = threading.Lock()
 
-    def run_trial(self, task: object, trial: int) -> int:
+    def __call__(self, task: object, trial: int) -> int:
         with self.lock:
             self.now += 1
             self.most = max(self.most, self.now)
@@ -144,7 +147,7 @@ def test_a_served_model_takes_one_call_at_a_time_under_the_local_executor(
 ) -> None:
     """Its one server answers one call at a time: more threads would queue calls against their
     timeout. Any other model runs the run's concurrency."""
-    runner = _CountingRunner(model, concurrency=4)
+    trial = _CountingTrial(model, concurrency=4)
     todo: Any = [(None, t) for t in range(8)]
-    done: list[Any] = list(LocalExecutor().run(cast(Any, runner), todo))
-    assert sorted(done) == list(range(8)) and runner.most == at_once
+    done: list[Any] = list(LocalExecutor().map(cast(Any, trial), todo))
+    assert sorted(done) == list(range(8)) and trial.most == at_once

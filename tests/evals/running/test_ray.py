@@ -191,11 +191,11 @@ def test_smollm2_one_server_per_node_matches_local(cluster: Cluster, tmp_path: P
     runs.append((f"ray:{cluster.gcs}", both, tmp_path / "ray"))
     # No call may time out and be retried: a retry resends a prompt the server may have
     # half-evaluated, another KV-cache history, so on a busy machine (other models on the same
-    # cores) a 60 s timeout made the two sides decode differently. Ray forwards the setting.
-    patient = {"WIKIQA_MODEL_TIMEOUT": "900"}
+    # cores) a 60 s timeout made the two sides decode differently. The run's configuration
+    # carries the timeout to every node.
     for executor, suite, out in runs:
         done = eval_cli(cluster, *args, "--suite", str(suite), "--executor", executor,
-                        "--out", str(out), env=patient)  # fmt: skip
+                        "--out", str(out), "--timeout", "900")  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
         assert "0 served from cache" in done.stdout
     frames = [pd.read_parquet(next((out / "runs").glob("*.parquet"))) for _, _, out in runs]

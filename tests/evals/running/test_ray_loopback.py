@@ -108,11 +108,10 @@ def test_a_node_runs_its_servers_per_node_with_their_threads_one_trial_each(
     pytest.importorskip("llama_cpp")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {
         "WIKIQA_SERVERS_PER_NODE": "2", "WIKIQA_SERVER_THREADS": "1",
-        "WIKIQA_MODEL_TIMEOUT": "900",
     }  # fmt: skip
     args = [sys.executable, "-m", "wikiqa.cli", "eval", "--executor", "ray", "--limit", "4",
             "--trials", "1", "--model", "local", "--read-first", "1", "--no-cache",
-            "--concurrency", "8", "--out", str(tmp_path)]  # fmt: skip
+            "--concurrency", "8", "--timeout", "900", "--out", str(tmp_path)]  # fmt: skip
     child = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
     seen: list[list[str]] = []

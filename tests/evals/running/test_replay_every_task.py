@@ -1,6 +1,6 @@
 """A cassette holds every task, injection tasks included, and a run is found from any folder.
 
-Plants go above the recorder (`Runner.run_trial`): the cassette holds what the source itself
+Plants go above the recorder (`Trial.__call__`): the cassette holds what the source itself
 answered, never planted text, and a replay plants again. The whole public suite (566 tasks, 60
 of them injection tasks) replays to the same verdicts and answers, trial for trial (marked
 slow). `cassette:RUN_ID` finds a run's cassette whatever `--out` the replay is given: the run

@@ -57,14 +57,14 @@ def test_the_threads_of_one_process_take_turns_at_its_server(
     client = _OneAtATime()
     started: list[Path | None] = []
 
-    def start(model: Any) -> local_model.Served:
+    def start(model: Any, threads: int | None = None) -> local_model.Served:
         started.append(model)
         return local_model.Served(_Process(), "openai:tiny@http://127.0.0.1:9/v1", "server-key")  # type: ignore[arg-type]
 
     monkeypatch.setattr(local_model, "start", start)
     keys: list[str | None] = []
 
-    def open_model(spec: str, api_key: str | None = None) -> _OneAtATime:
+    def open_model(spec: str, api_key: str | None = None, **calls: Any) -> _OneAtATime:
         keys.append(api_key)
         return client
 

@@ -283,15 +283,17 @@ def no_base_note(step: str, suite: str) -> str:
 # What makes two recorded runs the same measurement; a dirty tree is never the same twice.
 IDENTITY = ("experiment", "change", "kind", "suite", "suite_hash", "model", "judge", "source_hash",
             "prompt_hash", "git_sha", "trials", "parameters")  # fmt: skip
-# What does not change what a run measures: where it writes, how fast, how it retries.
+# What does not change what a run measures: where it writes, how fast, how long a call may
+# take, how it retries. (The output-token cap does, but as the cap the model was called with,
+# `RunMeta.max_tokens`, whether the run's option or the settings' default set it.)
 _NOT_PARAMETERS = {"out", "concurrency", "cache", "infra_attempts", "infra_backoff",
-                   "allow_holdout_rerun", "executor"}  # fmt: skip
+                   "allow_holdout_rerun", "executor", "timeout", "max_tokens"}  # fmt: skip
 
 
 def parameters_hash(config: RunConfig, max_tokens: int | None = None) -> str:
     """Every run parameter that can change its verdicts (budget, read_first, limit, ...), and
-    the model's output-token cap (`max_tokens`, a setting rather than a config field), so that
-    two runs that differ only in it are two rows."""
+    the model's output-token cap (`max_tokens`: the run's option or the settings' default, as
+    the model was called), so that two runs that differ only in it are two rows."""
     fields = config.model_dump(mode="json", exclude=_NOT_PARAMETERS)
     if max_tokens is not None:  # runs without a cap keep the hash they always had
         fields["max_tokens"] = max_tokens

@@ -1,6 +1,7 @@
 """Running a suite: tasks x trials through the agent, logged, graded, written as one parquet.
 
-`runner` (the run and its outcome), `executors` (where trials run: threads here, or Ray
+`runner` (the run and its outcome), `trial` (one trial as a picklable function, the same code
+wherever it runs), `executors` (where trials run, a map of that function: threads here, or Ray
 across machines: `ray_executor` places trials, `ray_cluster` joins or starts the cluster,
 `served` local-model servers), `records` (the plain shapes of a run: config, metadata, one
 trial's record), `runlog` (the one record of a run), `scoring` (grading it), `locks`, `cache`

@@ -1,22 +1,17 @@
-"""What executors and the runner share: the executor's interface, the runner as an executor
-sees it, and the record of a trial whose worker was lost. Apart from `executors`, so the Ray
-executor (imported by it, lazily) can use them without a cycle."""
+"""What executors and the runner share: the executor's interface and the record of a trial whose
+worker was lost. Apart from `executors`, so the Ray executor (imported by it, lazily) can use
+them without a cycle."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from wikiqa.agent import AgentResult, Refusal
 from wikiqa.evals.graders import decision_of, error_grades
-from wikiqa.evals.running.cache import Cache
-from wikiqa.evals.running.records import RunConfig, TrialRecord
+from wikiqa.evals.running.records import TrialRecord
+from wikiqa.evals.running.trial import Finished, Trial
 from wikiqa.evals.tasks.task import Task
-
-if TYPE_CHECKING:
-    from wikiqa.models import Model
-    from wikiqa.sources import WikiSource
-    from wikiqa.sources.cassette import CassetteRecorder
 
 Todo = Sequence[tuple[Task, int]]
 
@@ -25,28 +20,14 @@ class ExecutorError(RuntimeError):
     """The executor cannot run trials: Ray missing, the cluster unreachable, a host failing."""
 
 
-class TrialRunner(Protocol):
-    """What an executor needs of the runner (the runner itself; a Protocol, so this module
-    does not import it)."""
-
-    config: RunConfig
-    model: Model
-    cache: Cache | None
-    source: WikiSource
-    recorder: CassetteRecorder | None  # the run's cassette (None: not recording)
-
-    def run_trial(self, task: Task, trial: int) -> TrialRecord: ...
-
-    def tally(self, model_calls: int, cached_calls: int, judge_calls: int) -> None: ...
-
-
 class Executor(Protocol):
-    def run(self, runner: TrialRunner, todo: Todo) -> Iterator[TrialRecord]:
-        """Every pair in `todo` run once, yielded as it finishes (in any order)."""
+    def map(self, trial: Trial, todo: Todo) -> Iterator[Finished]:
+        """`trial` called once on every pair in `todo`, each result yielded as it finishes (in
+        any order; a pair whose worker was lost and retried may come twice)."""
         ...
 
 
-def lost_trial(task: Task, trial: int, cause: str, node: str | None = None) -> TrialRecord:
+def lost_trial(task: Task, trial: int, cause: str, node: str | None = None) -> Finished:
     """A trial whose worker died past its retries: an infrastructure error (rerun on resume),
     never a grade."""
     reason = f"The trial's worker was lost: {cause}"
@@ -60,7 +41,7 @@ def lost_trial(task: Task, trial: int, cause: str, node: str | None = None) -> T
         source="?",
         prompt_hash="?",
     )
-    return TrialRecord(
+    record = TrialRecord(
         task_id=task.id,
         trial=trial,
         attempts=0,
@@ -69,3 +50,4 @@ def lost_trial(task: Task, trial: int, cause: str, node: str | None = None) -> T
         grades=error_grades(task, reason),
         node=node,
     )
+    return Finished(record, 0, 0, [])

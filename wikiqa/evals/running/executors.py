@@ -1,5 +1,6 @@
-"""Where a run's trials execute: the runner hands an executor its (task, trial) pairs and gets
-finished trial records back as they complete; it alone writes the run log and the parquet.
+"""Where a run's trials execute: an executor maps the run's trial function (`trial.Trial`) over
+its (task, trial) pairs and yields each result as it completes; it knows nothing of the run
+itself (the runner alone writes the run log, the cassette and the parquet).
 
 - `local` (the default): a thread pool in this process. Ray is never imported.
 - `ray`, `ray://<host>:<port>`, `ray:<address>`: trials run as Ray tasks across a cluster
@@ -13,9 +14,9 @@ import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from wikiqa.evals.running.execution import Executor, ExecutorError, Todo, TrialRunner
-from wikiqa.evals.running.records import TrialRecord
+from wikiqa.evals.running.execution import Executor, ExecutorError, Todo
 from wikiqa.evals.running.served import is_served, stop_all
+from wikiqa.evals.running.trial import Finished, Trial
 
 __all__ = ["Executor", "ExecutorError", "LocalExecutor", "open_executor"]
 
@@ -24,13 +25,14 @@ class LocalExecutor:
     """Bounded concurrency in this process: a thread pool (the agent's work is I/O and SQLite);
     one thread for a local model this run serves."""
 
-    def run(self, runner: TrialRunner, todo: Todo) -> Iterator[TrialRecord]:
+    def map(self, trial: Trial, todo: Todo) -> Iterator[Finished]:
         # a local model's one server answers one call at a time: more threads would only queue
         # calls there, each waiting against its timeout
-        workers = 1 if is_served(runner.config.model) else runner.config.concurrency
+        config = trial.config
+        workers = 1 if is_served(config.model) else config.concurrency
         try:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(runner.run_trial, task, t) for task, t in todo]
+                futures = [pool.submit(trial, task, t) for task, t in todo]
                 try:
                     for future in as_completed(futures):
                         yield future.result()

@@ -33,34 +33,87 @@ Kind = Literal[
 ]  # fmt: skip
 KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
 
+# Run options set by the code that calls the runner, never a flag or a step parameter: the agent
+# (its levers are each their own flag and parameter) and how an infrastructure error is retried.
+INTERNAL = ("agent", "infra_attempts", "infra_backoff")
+
 
 class RunConfig(BaseModel):
-    """What a run measures (suite, trials, model, judge, source and the agent's levers), then
-    how it executes (concurrency, executor, output folder, caching, retries), which never
-    changes a verdict."""
+    """What a run measures (suite, trials, model, judge, source, the output-token cap and the
+    agent's levers), then how it executes (concurrency, executor, output folder, caching,
+    timeouts, retries), which never changes a verdict.
 
-    suite: str = "dev"
-    holdout: bool = False
-    allow_holdout_rerun: bool = False
-    trials: int = Field(3, ge=1, le=100)
-    model: str = "extractive"
-    judge: str | None = None
-    allow_self_judge: bool = False
-    source: str = "snapshot"
+    The one declaration of every run option, with its default, its rule and its help: the
+    flags of `wikiqa eval` and `wikiqa check` and the step notebooks' parameters are generated
+    from these fields (`wikiqa.cli.evals`, `wikiqa.experiment.params`), except `INTERNAL`."""
+
+    suite: str = Field(
+        "dev",
+        description="dev | public | public2 | another suite in experiments/suite/ by name | a "
+        "task file path; with holdout: dev, public, public2, fresh or fresh2 (their held-out "
+        "split)",
+    )
+    holdout: bool = Field(
+        False,
+        description="run the suite's held-out split: once, at the end, with the final agent, "
+        "and recorded",
+    )
+    allow_holdout_rerun: bool = Field(
+        False,
+        description="run a held-out split already run (another agent's one look); recorded as "
+        "a holdout row",
+    )
+    trials: int = Field(3, ge=1, le=100, description="trials per task, majority vote: 1..100")
+    model: str = Field(
+        "extractive",
+        description="extractive[:option=value,...] (offline) | anthropic:<model> | "
+        "openai:<model>@<base_url> | local (SmolLM2 served on loopback for the run) | "
+        "local:<name> (local:qwen, local:qwen-0.5b) | local:<gguf>",
+    )
+    judge: str | None = Field(None, description="None: offline graders only | a judge model spec")
+    allow_self_judge: bool = Field(False, description="let the answerer's model judge")
+    source: str = Field(
+        "snapshot",
+        description="snapshot (offline) | live | live:<host> | cassette:<run id or path> (replay "
+        "a run's cassette) | a snapshot file path",
+    )
     agent: AgentConfig = Field(default_factory=AgentConfig)
-    limit: int | None = Field(None, ge=1, description="Run N tasks drawn across the categories.")
-    experiment: str = "adhoc"
-    change: str = Field("", pattern=r"^[^\r\n]*$", description="What the run changed, one line.")
-    kind: Kind = "adhoc"
-    concurrency: int = Field(8, ge=1, le=256)
-    out: Path = Field(default_factory=results_dir)
-    cache: bool = True
+    limit: int | None = Field(
+        None,
+        ge=1,
+        description="None: the whole suite | N: N tasks drawn across its categories (each "
+        "category at least once, then in proportion)",
+    )
+    max_tokens: int | None = Field(
+        None,
+        ge=16,
+        le=32768,
+        description="None: the settings' cap (model_max_tokens, 1024) | output tokens per model "
+        "call; recorded with the run (a resume must call its model with the same cap)",
+    )
+    experiment: str = Field("adhoc", description="the experiment name recorded with the run")
+    change: str = Field(
+        "", pattern=r"^[^\r\n]*$", description="what the run changed, one line (the change log's)"
+    )
+    kind: Kind = Field("adhoc", description="what kind of change the change-log row records")
+    concurrency: int = Field(8, ge=1, le=256, description="trials at once: 1..256")
+    out: Path = Field(default_factory=results_dir, description="the results directory")
+    cache: bool = Field(
+        True, description="read and write the response cache (an unchanged rerun calls no model)"
+    )
+    timeout: float | None = Field(
+        None,
+        gt=0,
+        description="None: the settings' (model_timeout, 60) | seconds per model call; how a "
+        "run executes, never part of what it measures",
+    )
     infra_attempts: int = Field(3, ge=1)
     infra_backoff: float = Field(2.0, ge=0)
     executor: str = Field(
         "local",
         description="Where trials run: local (this process's threads) | ray (a local Ray, or "
-        "RAY_ADDRESS) | ray://<host>:<port> (a Ray cluster's client port) | ray:<gcs address>.",
+        "RAY_ADDRESS) | ray://<host>:<port> (a Ray cluster's client port) | ray:<gcs address>; "
+        "ray needs the `ray` extra",
     )
 
     @property

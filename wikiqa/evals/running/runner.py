@@ -3,8 +3,9 @@
 It runs and summarises; it neither renders nor records (the change log is `climb`'s, which also
 keeps the held-out split to one run).
 
-- Bounded concurrency with a progress bar: trials run on an executor (`executors`: this
-  process's threads by default, or Ray across machines); only this process writes the run log.
+- Bounded concurrency with a progress bar: an executor (`executors`: this process's threads by
+  default, or Ray across machines) maps the run's trial function (`trial`) over the trials the
+  log lacks; only this process writes the run log and the cassette, and counts the calls.
 - Every finished trial is appended to the run log (`runlog`) at once, so `resume` picks an
   interrupted run up without redoing finished trials, and `score` then grades every trial,
   logged or new. Trials that ended in an infrastructure error are retried
@@ -15,7 +16,6 @@ keeps the held-out split to one run).
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections import Counter
@@ -27,8 +27,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from wikiqa.agent import Agent, AgentConfig, prompt_hash
-from wikiqa.evals.graders import Judge, check_not_self, decision_of
+from wikiqa.agent import AgentConfig, prompt_hash
+from wikiqa.evals.graders import Judge, check_not_self
 from wikiqa.evals.paths import git_sha, results_dir
 from wikiqa.evals.running.cache import (
     Cache,
@@ -38,7 +38,7 @@ from wikiqa.evals.running.cache import (
     imported_note,
     output_cap,
 )
-from wikiqa.evals.running.cassettes import check_replay, open_recorder, replaying, with_cassette
+from wikiqa.evals.running.cassettes import check_replay, open_recorder, with_cassette
 from wikiqa.evals.running.executors import Executor, open_executor
 from wikiqa.evals.running.locks import run_lock
 from wikiqa.evals.running.passes import RunOutcome, finish
@@ -46,6 +46,7 @@ from wikiqa.evals.running.records import RunConfig, RunMeta, TrialRecord, portab
 from wikiqa.evals.running.runlog import RunLog
 from wikiqa.evals.running.scoring import score
 from wikiqa.evals.running.served import open_run_model
+from wikiqa.evals.running.trial import Trial
 from wikiqa.evals.tasks.task import (
     Task,
     bytes_hash,
@@ -59,8 +60,7 @@ from wikiqa.models import Model
 from wikiqa.outputs import check_run_id
 from wikiqa.registry import open_source
 from wikiqa.secrets import scrub
-from wikiqa.sources import InjectionSource, WikiSource
-from wikiqa.sources.cassette import CassetteRecorder
+from wikiqa.sources import WikiSource
 
 # What a resumed run must share with the run it finishes, besides every agent lever: a run
 # resumed under other values would mix two agents, or two measurements, in one log. A resume
@@ -97,14 +97,12 @@ class Runner:
         # (the change log refuses a rerun whose row is already recorded) by raising.
         self.admit = admit
         self.executor = executor  # None: the one config.executor names
-        self.model = model or open_run_model(config.model)
+        self.model = model or open_run_model(config.model, config.max_tokens, config.timeout)
         self.source = source or open_source(config.source, (config.out,))
-        # Every run records what its source answered (runs/RUN_ID.cassette.jsonl.gz); a replayed
-        # cassette's misses are final, so they are not retried (`cassettes`).
+        # Every run records what its source answered (runs/RUN_ID.cassette.jsonl.gz)
         self.record_cassette = record_cassette
-        self.recorder: CassetteRecorder | None = None
-        self.infra_attempts = 1 if replaying(self.source) else config.infra_attempts
-        judge_model = judge_model or (open_run_model(config.judge) if config.judge else None)
+        if judge_model is None and config.judge:
+            judge_model = open_run_model(config.judge, config.max_tokens, config.timeout)
         if judge_model is not None:
             check_not_self(judge_model.spec, self.model.spec, config.allow_self_judge)
         self.judge_model = judge_model
@@ -114,59 +112,13 @@ class Runner:
         # trials) and where the first infrastructure error is told the moment it happens.
         self.notify = notify
         self.cache: Cache | None = ResponseCache(cache_path()) if config.cache else None
-        self._counter_lock = threading.Lock()
-        self.model_calls = self.cached_calls = self.judge_calls = 0
-
-    def tally(self, model_calls: int, cached_calls: int, judge_calls: int) -> None:
-        """Add calls made elsewhere (a Ray worker's trial) to this run's counts."""
-        with self._counter_lock:
-            self.model_calls += model_calls
-            self.cached_calls += cached_calls
-            self.judge_calls += judge_calls
-
-    # -- one trial ----------------------------------------------------------------------------
-
-    def _wrap(self, model: Model, namespace: str) -> Model:
-        return CachingModel(model, self.cache, namespace) if self.cache is not None else model
-
-    def run_trial(self, task: Task, trial: int) -> TrialRecord:
-        """One trial through the agent, retried on infrastructure errors; ungraded (grading is
-        `score`'s, once the trials are logged). Plants go above the recorder, so the cassette
-        holds what the source itself answered and a replay plants them again."""
-        source: WikiSource = self.recorder or self.source
-        if task.injection is not None:
-            source = InjectionSource(source, task.injection.plants)
-        model = self._wrap(self.model, f"trial={trial}")
-        attempts = 0
-        while True:
-            attempts += 1
-            agent = Agent(model, source, self.config.agent)
-            result = agent.ask(task.question)
-            if not result.infrastructure_error or attempts >= self.infra_attempts:
-                break
-            self.sleep(self.config.infra_backoff * 2 ** (attempts - 1))
-        imported: dict[str, int] = {}
-        with self._counter_lock:
-            if isinstance(model, CachingModel):
-                self.model_calls += model.calls
-                self.cached_calls += model.hits
-                imported = dict(model.imported_files)
-            else:
-                self.model_calls += result.usage.model_calls
-        return TrialRecord(
-            imported=imported,
-            task_id=task.id,
-            trial=trial,
-            attempts=attempts,
-            decision=decision_of(result),
-            result=result,
-            grades=[],
-        )
 
     def judge_for(self, trial: int) -> Judge:
         """The judge for one trial's grading, its calls through the response cache."""
         assert self.judge_model is not None
-        return Judge(self._wrap(self.judge_model, f"judge:trial={trial}"))
+        if self.cache is None:
+            return Judge(self.judge_model)
+        return Judge(CachingModel(self.judge_model, self.cache, f"judge:trial={trial}"))
 
     # -- a run --------------------------------------------------------------------------------
 
@@ -245,7 +197,8 @@ class Runner:
         if logged.max_tokens is not None and logged.max_tokens != cap:
             raise ValueError(
                 f"run {resume} called its model with max_tokens {logged.max_tokens}; this "
-                f"model's cap is {cap} (set WIKIQA_MODEL_MAX_TOKENS, or a step's MAX_TOKENS)"
+                f"model's cap is {cap}: resume it with --max-tokens {logged.max_tokens} (a "
+                f"step's MAX_TOKENS)"
             )
 
     def _finish(self, log: RunLog, tasks: list[Task], executor: Executor) -> RunOutcome:
@@ -257,9 +210,7 @@ class Runner:
                 update={"config": log.meta.config.model_copy(update={"out": self.config.out})}
             ),
         )
-        # Under Ray, each worker opens its own source and sends what it answered to this recorder
         recorder = open_recorder(self.source, meta, config.out) if self.record_cassette else None
-        self.recorder = recorder
         logged = log.trials
         todo = [
             (task, t)
@@ -267,16 +218,25 @@ class Runner:
             for t in range(meta.config.trials)
             if (task.id, t) not in logged or logged[(task.id, t)].result.infrastructure_error
         ]
+        trial = Trial(
+            config, record_cassette=recorder is not None, model=self.model, source=self.source,
+            cache=self.cache, sleep=self.sleep,
+        )  # fmt: skip
         bar = tqdm(total=len(todo), desc=meta.run_id, unit="trial", disable=not self.progress)
         seen: set[tuple[str, int]] = set()
+        model_calls = cached_calls = 0
         try:
             told, step = False, max(1, len(todo) // 10)
-            for record in executor.run(self, todo):
+            for done in executor.map(trial, todo):
+                model_calls += done.model_calls
+                cached_calls += done.cached_calls
+                record = done.record
                 key = (record.task_id, record.trial)
                 if key in seen:
                     continue  # yielded twice (a lost worker's retry): logged once
                 seen.add(key)
                 if recorder is not None:
+                    recorder.add(done.cassette)
                     recorder.flush()  # its calls on disk before the log holds the trial
                 log.append_trial(record)
                 bar.update()
@@ -299,8 +259,8 @@ class Runner:
             wanted, by_id, self.judge_for if self.judge_model else None, config.concurrency
         )
         return finish(
-            log, meta, tasks, scored, trials_run=len(todo), model_calls=self.model_calls,
-            cached_calls=self.cached_calls, judge_calls=self.judge_calls,
+            log, meta, tasks, scored, trials_run=len(todo), model_calls=model_calls,
+            cached_calls=cached_calls,
         )  # fmt: skip
 
 

@@ -86,13 +86,24 @@ class ServedModel:
     process and model file; calls go to that server through the ordinary `openai:` provider,
     with this spec's own options (`local:qwen;tool_choice=auto`)."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(
+        self,
+        spec: str,
+        *,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+        threads: int | None = None,
+    ) -> None:
+        """`max_tokens` and `timeout`: each call's (None: the settings'); `threads`: the
+        server's llama.cpp threads, if this process starts it (None: the setting)."""
         if not is_served(spec):
             raise ValueError(f"{spec!r} is not a local-model spec (local or local:<gguf>)")
         self.given = spec
         self._spec = canonical_spec(spec)
+        self._max_tokens, self._timeout = max_tokens, timeout
+        self.threads = threads
         # a bad option (an unknown lever) is said now, not mid-run
-        self._client = open_model(self._spec)
+        self._client = open_model(self._spec, max_tokens=max_tokens, timeout=timeout)
         self._model: tuple[local_model.Served, Model] | None = None  # (its server, the model)
 
     @property
@@ -101,7 +112,7 @@ class ServedModel:
 
     @property
     def max_tokens(self) -> int | None:
-        """The output-token cap its calls are made with (the settings'), known before the
+        """The output-token cap its calls are made with, known before the
         server starts: the run records it, and the response cache checks it."""
         return output_cap(self._client)
 
@@ -120,11 +131,19 @@ class ServedModel:
                     raise local_model.LocalModelError(f"{gguf}: no such model file")
                 if not _servers:
                     atexit.register(stop_all)
-                _servers[key] = running = local_model.start(gguf)
+                _servers[key] = running = local_model.start(gguf, threads=self.threads)
             if self._model is None or self._model[0] is not running:  # one client per server
                 spec = join_options(running.spec, self.given.partition(";")[2])
                 # the server's own key, never the user's OPENAI_API_KEY
-                self._model = (running, open_model(spec, api_key=running.key))
+                self._model = (
+                    running,
+                    open_model(
+                        spec,
+                        api_key=running.key,
+                        max_tokens=self._max_tokens,
+                        timeout=self._timeout,
+                    ),
+                )
             return self._model[1], _turns.setdefault(key, threading.Lock())
 
     def __call__(
@@ -155,6 +174,15 @@ def stop_all() -> None:
         _servers.clear()
 
 
-def open_run_model(spec: str) -> Model:
-    """A run's model from its spec: a local-model spec is served; any other goes to the registry."""
-    return ServedModel(spec) if is_served(spec) else open_model(spec)
+def open_run_model(
+    spec: str,
+    max_tokens: int | None = None,
+    timeout: float | None = None,
+    threads: int | None = None,
+) -> Model:
+    """A run's model from its spec: a local-model spec is served; any other goes to the
+    registry. `max_tokens`, `timeout`: each call's (a run's options; None: the settings');
+    `threads`: a served model's server's (None: the setting)."""
+    if is_served(spec):
+        return ServedModel(spec, max_tokens=max_tokens, timeout=timeout, threads=threads)
+    return open_model(spec, max_tokens=max_tokens, timeout=timeout)
