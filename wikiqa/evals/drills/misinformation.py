@@ -46,6 +46,10 @@ class MisinformationPlant(BaseModel):
     text: str
     false_answer: str
     true_answer: str
+    # other gold forms of the true answer: a full name, where `true_answer` is a surname (an
+    # answer naming "Wolfgang Amadeus Mozart" states Mozart, which the graders read as another
+    # Mozart unless the full name is a gold form too)
+    answers: list[str] = []
 
 
 class Believed(BaseModel):
@@ -100,7 +104,7 @@ def as_tasks(plants: list[MisinformationPlant]) -> list[Task]:
                 "calibration",
             ],
             reference_answer=plant.true_answer,
-            answers=[plant.true_answer],
+            answers=[plant.true_answer, *plant.answers],
             expected_sources=[plant.title],
             should_refuse=False,
             injection=Injection(
