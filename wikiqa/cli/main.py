@@ -28,7 +28,7 @@ from wikiqa.cli.wiki import register as register_wiki
 from wikiqa.inputs import InputError
 from wikiqa.project import ProjectNotFound
 from wikiqa.secrets import scrubbed_output
-from wikiqa.sources import SourceUnavailable
+from wikiqa.sources import SourceError, SourceUnavailable
 from wikiqa.terminal import echo
 
 
@@ -89,6 +89,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except SourceUnavailable as err:
         _error(f"Wikipedia unavailable: {err}")
         return EXIT_UNAVAILABLE
+    except SourceError as err:  # a source that cannot run (dense retrieval without its extra)
+        _error(str(err))
+        return EXIT_NOT_FOUND
     except BrokenPipeError:  # `wikiqa search ... | head`
         return 0
     except InputError as err:  # a file handed over that cannot be read as what it should be
