@@ -505,6 +505,112 @@ def test_fifos_devices_and_oversized_files_in_a_bounded_child(
     assert report["rss_mb"] < CHILD_RSS_LIMIT_MB
 
 
+# -- command arguments ----------------------------------------------------------------------------
+
+# (id, argv, what the one error line must say): `{out}` is the case's output folder (holding the
+# fuzz run's log, edited by `ARGUMENT_LOGS` for the cases that name one), `{dir}` its folder, and
+# the argument cases build what they name there (`ARGUMENT_SETUP`).
+STEP = str(ROOT / "experiments" / "01_agent_baseline.ipynb")
+ARGUMENTS: list[tuple[str, list[str], str]] = [
+    ("-p CHANGE nested 100,000 deep", ["experiment", "run", STEP, "-p", "CHANGE", "[" * 100_000,
+                                       "--out", "{out}"], "-p CHANGE: JSON nested deeper than"),
+    ("-p LIMIT of 5001 digits", ["experiment", "run", STEP, "-p", "LIMIT", "9" * 5001,
+                                 "--out", "{out}"], "-p LIMIT: invalid JSON"),
+    ("--suite a symlink loop", ["eval", "--suite", "{dir}/loop.jsonl", "--out", "{out}"],
+     "{dir}/loop.jsonl: cannot read task file"),
+    ("validate --suite a symlink loop", ["validate", "{dir}/loop.jsonl"], "loop.jsonl"),
+    ("regrade --change not UTF-8", ["regrade", RUN, "--change", "b\udcffad", "--out", "{out}"],
+     "argument 4 of --change is not UTF-8 text"),
+    ("eval --change not UTF-8", ["eval", "--change", "\udcfe", "--out", "{out}"],
+     "of --change is not UTF-8 text"),
+    ("a question not UTF-8", ["ask", "Who \udce9?"], "argument 2 is not UTF-8 text"),
+    ("regrade: a pass of Infinity", ["regrade", RUN, "--change", "x", "--out", "{out}"],
+     "a graded line's pass is inf"),
+    ("resume: a pass of Infinity", ["eval", "--resume", RUN, "--out", "{out}"],
+     "a graded line's pass is inf"),
+    ("regrade: a pass of NaN", ["regrade", RUN, "--change", "x", "--out", "{out}"],
+     "a graded line's pass is nan"),
+    ("regrade: a suite outside the project, gone",
+     ["regrade", RUN, "--change", "x", "--out", "{out}"],
+     f"{RUN}'s suite cannot be read: {{dir}}/elsewhere/suite.jsonl"),
+    ("regrade: a suite outside the project, a FIFO",
+     ["regrade", RUN, "--change", "x", "--out", "{out}"], "task file is a FIFO"),
+]  # fmt: skip
+
+
+def _pass_of(value: float) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def edit(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        graded = [b for b in bodies if b.get("kind") == "graded"]
+        assert graded, "the fuzz run's log has a grading pass"
+        graded[-1]["pass"] = value
+        return bodies
+
+    return edit
+
+
+def _suite_at(path: str) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def edit(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        bodies[0]["meta"]["suite_path"] = path
+        return bodies
+
+    return edit
+
+
+def _argument_case(root: Path, n: int, name: str, argv: list[str], log: bytes) -> Path:
+    """The case's folder: the fuzz run's log in `out/` (edited as the case says) and whatever
+    else its arguments name."""
+    folder = root / f"a{n}"
+    runs = folder / "out" / "runs"
+    runs.mkdir(parents=True)
+    text = log.decode()
+    if "Infinity" in name:
+        text = rechained(text, _pass_of(float("inf")))
+    elif "NaN" in name:
+        text = rechained(text, _pass_of(float("nan")))
+    elif "outside the project" in name:
+        (folder / "elsewhere").mkdir()
+        suite = folder / "elsewhere" / "suite.jsonl"
+        if "FIFO" in name:
+            os.mkfifo(suite)
+        text = rechained(text, _suite_at(str(suite)))
+    (runs / f"{RUN}.log.jsonl").write_text(text, encoding="utf-8")
+    if "symlink loop" in name:
+        (folder / "loop.jsonl").symlink_to(folder / "loop2.jsonl")
+        (folder / "loop2.jsonl").symlink_to(folder / "loop.jsonl")
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "argv", "says"), ARGUMENTS, ids=[a[0] for a in ARGUMENTS])
+def test_hostile_arguments_are_one_line_and_change_nothing(
+    fuzz_root: Path,
+    session_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    argv: list[str],
+    says: str,
+) -> None:
+    """Arguments a command cannot take (a symlink loop for a suite, bytes that are not UTF-8, a
+    -p value JSON cannot read) and run logs naming what cannot be read (a pass of Infinity, a
+    suite outside the project that is gone or a FIFO): one `wikiqa: error:` line saying what,
+    a non-zero exit, no traceback, nothing outside the output folder changed."""
+    monkeypatch.setenv("WIKIQA_HOME", str(session_home))
+    root = fuzz_root / "arguments"
+    root.mkdir(exist_ok=True)
+    n = len(list(root.iterdir()))
+    folder = _argument_case(root, n, name, argv, _goods(fuzz_root)["runlog"])
+    fill = {"out": str(folder / "out"), "dir": str(folder)}
+    case = Case(name, str(folder), "", argv=[a.replace("{out}", fill["out"]).replace(
+        "{dir}", fill["dir"]) for a in argv], watch=[*_watch(fuzz_root, session_home), str(folder)])  # fmt: skip
+    result = run_case(case)
+    lines = result["stderr"].splitlines()
+    assert result["code"] not in (0, None, "raised", "crashed"), result
+    assert "Traceback" not in result["stderr"] and len(lines) == 1, result["stderr"][-3000:]
+    assert lines[0].startswith("wikiqa: error: "), lines
+    assert says.format(dir=folder) in lines[0], lines[0]
+    assert not result["changed"], result["changed"]
+
+
 def test_every_kind_and_spoiling_is_covered() -> None:
     commanded = {kind for kind, _ in COMMANDS}
     assert commanded == set(KINDS), set(KINDS) - commanded

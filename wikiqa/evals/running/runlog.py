@@ -313,7 +313,10 @@ class RunLog:
                 {k: v for k, v in body.items() if k != "kind"}
             )
         elif kind == "graded":
-            self.passes = int(body["pass"])
+            number = body["pass"]
+            if type(number) is not int or number < 1:  # JSON reads `Infinity` and `1e999` too
+                raise RunLogError(f"a graded line's pass is {number!r}, not a pass number")
+            self.passes = number
             self.judges[self.passes] = body.get("judge")
             if body.get("parquet") is not None:
                 self.parquets[self.passes] = ParquetBinding.model_validate(body["parquet"])
