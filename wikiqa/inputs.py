@@ -23,7 +23,7 @@ import json
 import os
 import stat
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -251,34 +251,100 @@ def inflate(data: bytes, path: Path | str, limit: int, what: str = "file") -> by
     as it inflates, so a bomb costs `limit`, not what it would inflate to). A last member cut
     short (a writer killed mid-file, or one still open and sync-flushed) yields what it holds;
     corrupt data is an InputError naming the file and the line it stopped at."""
-    out = bytearray()
-    rest = data
-    while rest:
-        member = zlib.decompressobj(wbits=31)
-        pending = rest
-        while True:  # a megabyte at a time: a bomb never holds more than `limit` at once
+    return b"".join(inflate_chunks([data], path, limit, what))
+
+
+def inflate_chunks(
+    chunks: Iterable[bytes], path: Path | str, limit: int, what: str = "file"
+) -> Iterator[bytes]:
+    """`inflate` as a stream: gzip data arriving in `chunks`, inflated a megabyte at a time, so
+    neither the compressed file nor what it inflates to is ever held whole."""
+    total = lines = 0
+    member = zlib.decompressobj(wbits=31)
+    for chunk in chunks:
+        pending = chunk
+        while pending:
+            if member.eof:  # the next member of a multi-member file
+                member = zlib.decompressobj(wbits=31)
             try:
-                chunk = member.decompress(pending, MiB)
+                out = member.decompress(pending, MiB)
+                while not member.eof and not member.unconsumed_tail and len(out) == MiB:
+                    total, lines = _counted(out, total, lines, path, limit, what)
+                    yield out  # output still held inside zlib: drain it before more input
+                    out = member.decompress(b"", MiB)
             except zlib.error as err:
-                raise InputError(
-                    f"{path}: corrupt gzip data after line {out.count(10)}: {err}"
-                ) from None
-            out += chunk
-            if len(out) > limit:
+                raise InputError(f"{path}: corrupt gzip data after line {lines}: {err}") from None
+            total, lines = _counted(out, total, lines, path, limit, what)
+            yield out
+            pending = member.unused_data if member.eof else member.unconsumed_tail
+
+
+def _counted(
+    out: bytes, total: int, lines: int, path: Path | str, limit: int, what: str
+) -> tuple[int, int]:
+    total += len(out)
+    if total > limit:
+        raise TooLarge(f"{path}: {what} inflates to more than {limit // MiB} MiB; refusing it")
+    return total, lines + out.count(b"\n")
+
+
+def read_chunks(path: Path | str, limit: int, what: str = "file") -> Iterator[bytes]:
+    """The bytes of `path` a megabyte at a time, as `read_bounded` reads them whole: TooLarge
+    past `limit` (before reading a byte, when the size is known), NotRegular for anything but a
+    regular file."""
+    with os.fdopen(open_regular(path, what), "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            raise TooLarge(
+                f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all"
+            )
+        total = 0
+        while chunk := handle.read(MiB):
+            total += len(chunk)
+            if total > limit:
                 raise TooLarge(
-                    f"{path}: {what} inflates to more than {limit // MiB} MiB; refusing it"
+                    f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all"
                 )
-            pending = member.unconsumed_tail
-            if member.eof or (not pending and len(chunk) < MiB):
-                break
-        if not member.eof:
-            break
-        rest = member.unused_data
-    return bytes(out)
+            yield chunk
+
+
+def split_lines(
+    chunks: Iterable[bytes], path: Path | str, max_line: int, what: str = "file"
+) -> Iterator[tuple[bytes, bool]]:
+    """Each line of the bytes arriving in `chunks`, without its newline, and whether it ended with
+    one (only the last may not). A line longer than `max_line` is TooLarge naming its number:
+    a file of one endless line (a sparse file, /dev/zero's bytes) costs `max_line`, not its size."""
+    parts: list[bytes] = []
+    held = number = 0
+    for chunk in chunks:
+        pieces = chunk.split(b"\n")
+        for piece in pieces[:-1]:
+            number += 1
+            if held + len(piece) > max_line:
+                raise _long_line(path, number, max_line, what)
+            yield b"".join([*parts, piece]), True
+            parts, held = [], 0
+        parts.append(pieces[-1])
+        held += len(pieces[-1])
+        if held > max_line:
+            raise _long_line(path, number + 1, max_line, what)
+    if held:
+        yield b"".join(parts), False
+
+
+def _long_line(path: Path | str, number: int, max_line: int, what: str) -> TooLarge:
+    return TooLarge(
+        f"{path}:{number}: a {what} line longer than {max_line // MiB} MiB; refusing to read it"
+    )
 
 
 MAX_PARQUET_BYTES = 256 * MiB  # a run's parquet is kilobytes to a few megabytes
 MAX_PARQUET_ROWS = 2_000_000  # one row per trial and dimension: a 100,000-trial run fits
+# What a parquet may take once decoded into a frame. A whole-suite run is tens of MiB; the sizes
+# in a parquet's metadata are of its encoded pages, and a dictionary-encoded column stores each
+# distinct string once, so a 400 kB file can decode to gigabytes (2 million rows of one
+# kilobyte answer: 4 GB of frame).
+MAX_PARQUET_DECODED = 1024 * MiB
 
 
 def read_parquet(path: Path | str, what: str = "run", columns: Iterable[str] = ()) -> pd.DataFrame:
@@ -308,9 +374,50 @@ def read_parquet(path: Path | str, what: str = "run", columns: Iterable[str] = (
         missing = [c for c in columns if c not in parquet.schema_arrow.names]
         if missing:
             raise InputError(f"{path}: not a {what}: no {', '.join(missing)} column")
+        decoded = _decoded_size(data)
+        if decoded > MAX_PARQUET_DECODED:
+            raise InputError(
+                f"{path}: {what} decodes to {decoded // MiB} MiB, over the "
+                f"{MAX_PARQUET_DECODED // MiB} MiB this reads; refusing it"
+            )
         return pd.read_parquet(io.BytesIO(data))
     except (pa.ArrowException, OSError, ValueError, TypeError, KeyError) as err:
         if isinstance(err, InputError):
             raise
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(f"{path}: not a parquet {what} file ({first})") from None
+
+
+def _decoded_size(data: bytes) -> int:
+    """The bytes a parquet's columns take once decoded (strings expanded, as a frame holds them),
+    measured without expanding them and one column of one row group at a time: a fixed-width
+    column costs at most 8 bytes a row; a string column is read as a dictionary (each distinct
+    value once, an index a row) and costs the sum of its rows' value lengths, and an offset a row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(io.BytesIO(data))
+    nested = [f.name for f in schema if pa.types.is_nested(f.type)]
+    if nested:  # a list of strings would be expanded by the read below; no table here nests
+        raise ValueError(f"column {nested[0]} is nested")
+    strings = [
+        f.name
+        for f in schema
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+        or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)
+    ]  # fmt: skip
+    dictionaries = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+    parquet = pq.ParquetFile(io.BytesIO(data), read_dictionary=strings)
+    total = 0
+    for group in range(parquet.metadata.num_row_groups):
+        rows = parquet.metadata.row_group(group).num_rows
+        total += 8 * rows * (len(schema) - len(strings) - len(dictionaries))
+        for name in [*strings, *dictionaries]:
+            for chunk in parquet.read_row_group(group, columns=[name]).column(0).chunks:
+                if name in dictionaries:  # a frame keeps it a categorical: as read
+                    total += chunk.nbytes
+                    continue
+                lengths = pc.binary_length(chunk.dictionary)
+                total += (pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0) + 8 * len(chunk)
+    return total

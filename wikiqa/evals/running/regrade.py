@@ -25,8 +25,6 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
-import pandas as pd
-
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.paths import git_sha
 from wikiqa.evals.running.frame import to_frame
@@ -36,7 +34,7 @@ from wikiqa.evals.running.runlog import PACKED, SUFFIX, ParquetBinding, RunLog, 
 from wikiqa.evals.running.runner import slug
 from wikiqa.evals.running.scoring import Scored, score
 from wikiqa.evals.tasks.task import Task, TaskError, bytes_hash, parse_tasks, read_suite
-from wikiqa.inputs import InputError
+from wikiqa.inputs import InputError, read_parquet
 from wikiqa.project import project_root
 
 
@@ -136,7 +134,8 @@ def _check(
                 f"{parquet}: not the parquet {run_id}'s log binds (edited or replaced); "
                 "nothing to compare with"
             )
-        before = pd.read_parquet(parquet, columns=[*VERDICT_KEYS, "verdict"])
+        wanted = [*VERDICT_KEYS, "verdict"]
+        before = read_parquet(parquet, "run", wanted)[wanted]
     except (OSError, ValueError, InputError) as err:
         if isinstance(err, RegradeError):
             raise

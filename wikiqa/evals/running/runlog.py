@@ -33,6 +33,7 @@ import hmac
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,7 +41,16 @@ from pydantic import BaseModel, ValidationError
 
 from wikiqa.evals.running.records import RunMeta, TrialRecord
 from wikiqa.evals.running.seal import SealError, committed_lines, seal, seal_key
-from wikiqa.inputs import InputError, MiB, TooLarge, inflate, read_bounded
+from wikiqa.inputs import (
+    InputError,
+    MiB,
+    TooLarge,
+    inflate,
+    inflate_chunks,
+    read_bounded,
+    read_chunks,
+    split_lines,
+)
 from wikiqa.outputs import append_line, check_run_id, inside, write_atomic
 from wikiqa.secrets import scrub
 
@@ -48,6 +58,7 @@ FORMAT = "wikiqa-runlog/1"
 SUFFIX = ".log.jsonl"
 PACKED = ".log.jsonl.gz"
 LIMIT = 1024 * MiB  # a whole-suite run of a real model is tens of MiB; more is not a run log
+MAX_LINE = 64 * MiB  # a grading pass's line holds under a kilobyte a trial: 64 MiB is 60,000+
 LineKind = Literal["header", "trial", "cassette", "graded"]
 Provenance = Literal["sealed", "committed", "foreign"]
 
@@ -264,16 +275,19 @@ class RunLog:
             raise RunLogError(f"{path}: no such run log") from None
         if stat.S_ISLNK(info.st_mode):
             raise RunLogError(f"{path}: a symlink; a run log is read only as a regular file")
-        lines = _read_text(path).split("\n")
-        tail = lines.pop()  # "" when the file ends with a newline, else a line cut short
-        if not lines and not tail:
-            raise RunLogError(f"{path}: empty")
-        return cls._parse(path, out, run_id, lines, tail)
+        return cls._parse(path, out, run_id, _lines(path))
 
     @classmethod
-    def _parse(cls, path: Path, out: Path, run_id: str, lines: list[str], tail: str) -> RunLog:
+    def _parse(
+        cls, path: Path, out: Path, run_id: str, lines: Iterator[tuple[str, bool]]
+    ) -> RunLog:
         chain, log, key, unsealed = FORMAT, None, _key(), []
-        for number, line in enumerate(lines, 1):
+        number, tail = 0, ""
+        for line, ended in lines:
+            if not ended:  # the last line, cut short by a kill: set aside
+                tail = line
+                break
+            number += 1
             where = f"{path}:{number}"
             body, chain, sealed = _checked(where, line, chain)
             if sealed is None or not hmac.compare_digest(sealed, seal(key, chain)):
@@ -293,9 +307,11 @@ class RunLog:
             except RunLogError as err:
                 raise RunLogError(f"{where}: {err}") from None
         if log is None:
-            raise RunLogError(f"{path}:1: no header (a line cut short)")
+            raise RunLogError(
+                f"{path}: empty" if not tail else f"{path}:1: no header (a line cut short)"
+            )
         log.cut_tail = tail or None
-        log.lines, log.unsealed = len(lines), unsealed
+        log.lines, log.unsealed = number, unsealed
         return log
 
     def _read(self, body: dict[str, Any]) -> None:
@@ -355,6 +371,25 @@ def _read_text(path: Path) -> str:
         return data.decode("utf-8")
     except (TooLarge, InputError, UnicodeDecodeError) as err:
         raise RunLogError(f"{path}: {err}") from None
+
+
+def _lines(path: Path) -> Iterator[tuple[str, bool]]:
+    """A log file's lines, plain or packed, each with whether it ended (only a last line cut short
+    by a kill does not), read a megabyte at a time: the file (up to `LIMIT`, inflated as it is
+    read) is never held whole, and no line is longer than `MAX_LINE`."""
+    try:
+        chunks = read_chunks(path, LIMIT, "run log")
+        if path.name.endswith(".gz"):
+            chunks = inflate_chunks(chunks, path, LIMIT, "run log")
+        for number, (line, ended) in enumerate(split_lines(chunks, path, MAX_LINE, "run log"), 1):
+            try:
+                yield line.decode("utf-8"), ended
+            except UnicodeDecodeError as err:
+                raise RunLogError(f"{path}:{number}: not UTF-8 (byte {err.start})") from None
+    except (TooLarge, InputError) as err:
+        raise RunLogError(
+            str(err) if str(err).startswith(str(path)) else f"{path}: {err}"
+        ) from None
 
 
 def _checked(where: str, line: str, previous: str) -> tuple[dict[str, Any], str, str | None]:
