@@ -18,7 +18,6 @@ Every refusal is an `InputError` (or the caller's subclass) whose message names 
 from __future__ import annotations
 
 import errno
-import io
 import json
 import os
 import stat
@@ -347,6 +346,19 @@ MAX_PARQUET_ROWS = 2_000_000  # one row per trial and dimension: a 100,000-trial
 MAX_PARQUET_DECODED = 1024 * MiB
 
 
+def arrow_source(data: bytes) -> Any:
+    """`data` as a pyarrow file whose bytes pyarrow owns (a copy in its own memory pool), so no
+    Python object is handed to it. A Python file object (`io.BytesIO`) or a buffer over Python
+    bytes is read, and released, by pyarrow's own threads, which then take the GIL; one still
+    doing so while the interpreter exits is ended by CPython mid-C++ frame, and the process
+    aborts ("terminate called without an active exception", exit 134) after its work is done."""
+    import pyarrow as pa
+
+    owned = pa.allocate_buffer(len(data))
+    memoryview(owned).cast("B")[:] = data
+    return pa.BufferReader(owned)
+
+
 def read_parquet(path: Path | str, what: str = "run", columns: Iterable[str] = ()) -> pd.DataFrame:
     """A parquet file as a frame, bounded on disk, inflated and in rows; anything that is not a
     readable parquet (a text file, a symlink to /etc/passwd, a truncated copy) or lacks one of
@@ -362,7 +374,7 @@ def read_parquet(path: Path | str, what: str = "run", columns: Iterable[str] = (
     except OSError as err:
         raise InputError(f"{path}: cannot read {what}: {err.strerror or err}") from None
     try:
-        parquet = pq.ParquetFile(io.BytesIO(data))
+        parquet = pq.ParquetFile(arrow_source(data))
         meta = parquet.metadata
         inflated = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         if meta.num_rows > MAX_PARQUET_ROWS or inflated > 4 * MAX_PARQUET_BYTES:
@@ -380,7 +392,7 @@ def read_parquet(path: Path | str, what: str = "run", columns: Iterable[str] = (
                 f"{path}: {what} decodes to {decoded // MiB} MiB, over the "
                 f"{MAX_PARQUET_DECODED // MiB} MiB this reads; refusing it"
             )
-        return pd.read_parquet(io.BytesIO(data))
+        return pd.read_parquet(arrow_source(data), use_threads=False, pre_buffer=False)
     except (pa.ArrowException, OSError, ValueError, TypeError, KeyError) as err:
         if isinstance(err, InputError):
             raise
@@ -397,7 +409,7 @@ def _decoded_size(data: bytes) -> int:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    schema = pq.read_schema(io.BytesIO(data))
+    schema = pq.read_schema(arrow_source(data))
     nested = [f.name for f in schema if pa.types.is_nested(f.type)]
     if nested:  # a list of strings would be expanded by the read below; no table here nests
         raise ValueError(f"column {nested[0]} is nested")
@@ -408,13 +420,14 @@ def _decoded_size(data: bytes) -> int:
         or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)
     ]  # fmt: skip
     dictionaries = [f.name for f in schema if pa.types.is_dictionary(f.type)]
-    parquet = pq.ParquetFile(io.BytesIO(data), read_dictionary=strings)
+    parquet = pq.ParquetFile(arrow_source(data), read_dictionary=strings, pre_buffer=False)
     total = 0
     for group in range(parquet.metadata.num_row_groups):
         rows = parquet.metadata.row_group(group).num_rows
         total += 8 * rows * (len(schema) - len(strings) - len(dictionaries))
         for name in [*strings, *dictionaries]:
-            for chunk in parquet.read_row_group(group, columns=[name]).column(0).chunks:
+            read = parquet.read_row_group(group, columns=[name], use_threads=False)
+            for chunk in read.column(0).chunks:
                 if name in dictionaries:  # a frame keeps it a categorical: as read
                     total += chunk.nbytes
                     continue

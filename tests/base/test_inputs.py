@@ -4,8 +4,10 @@ limits, each refusal one message naming the file."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
+import sys
 import tracemalloc
 import zlib
 from pathlib import Path
@@ -184,3 +186,22 @@ def test_appends_never_go_through_a_symbolic_link(tmp_path: Path) -> None:
     os.write(fd, b"{}\n")
     os.close(fd)
     assert (tmp_path / "new.jsonl").read_text() == "{}\n"
+
+
+def test_a_parquet_is_handed_to_pyarrow_as_bytes_it_owns(tmp_path: Path) -> None:
+    """pyarrow reads (and releases) a Python file object or a buffer over Python bytes on its own
+    threads, taking the GIL; one doing so while the interpreter exits aborts the process after
+    its work is done (exit 134). `arrow_source` copies the bytes into pyarrow's memory: the read
+    holds no reference to the Python object, and the frame is the same."""
+
+    good = tmp_path / "run.parquet"
+    _run_frame().to_parquet(good)
+    data = good.read_bytes()
+    held = sys.getrefcount(data)
+    source = inputs.arrow_source(data)
+    assert sys.getrefcount(data) == held
+    assert source.read() == data
+    python_file = io.BytesIO(data)  # what it was handed before: it holds the bytes
+    assert sys.getrefcount(data) == held + 1
+    python_file.close()
+    pd.testing.assert_frame_equal(read_parquet(good), pd.read_parquet(good))
