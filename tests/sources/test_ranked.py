@@ -170,7 +170,10 @@ def test_a_replaced_index_file_is_refused_before_its_data_is_read(
 
 
 def test_dense_retrieval_without_its_extra_is_one_line(
-    tiny: SnapshotSource, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tiny: SnapshotSource,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     from wikiqa.cli import main
 
@@ -181,3 +184,8 @@ def test_dense_retrieval_without_its_extra_is_one_line(
     err = capsys.readouterr().err
     assert code != 0 and "Traceback" not in err
     assert err.strip().splitlines() == [f"wikiqa: error: {dense_module.MISSING}"]
+    out = tmp_path / "out"
+    code = main(["eval", "--ranker", "dense", "--limit", "1", "--trials", "1", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code != 0 and err.strip().splitlines() == [f"wikiqa: error: {dense_module.MISSING}"]
+    assert not out.exists() or not any(out.rglob("*.jsonl*"))  # no run was started
