@@ -36,6 +36,7 @@ from wikiqa.evals.running.executors import SLOW_START
 from wikiqa.models.local import free_port
 
 RAY = str(Path(sys.executable).with_name("ray"))
+WORKER_STARTS = 3
 # `ray start` for the second node: the refusal of a second node and the rewriting of 127.0.0.1
 # lifted, in this process only (see the module docstring).
 JOIN = [sys.executable, "-c", "; ".join([
@@ -65,9 +66,22 @@ def _alive(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pop
         )
 
 
-def _wait_nodes(env: dict[str, str], gcs: str, count: int, deadline: float) -> None:
+class NodeExited(RuntimeError):
+    """A `ray start` ended before its node joined (Ray 2.60 gives a raylet a fixed 30 s to
+    register, which a busy machine can miss)."""
+
+
+def _wait_nodes(
+    env: dict[str, str],
+    gcs: str,
+    count: int,
+    deadline: float,
+    starting: subprocess.Popen[bytes] | None = None,
+) -> None:
     script = "import ray, sys; ray.init(address=sys.argv[1]); print(sum(n['Alive'] for n in ray.nodes()))"
     while time.monotonic() < deadline:
+        if starting is not None and starting.poll() is not None:
+            raise NodeExited(f"ray start exited with {starting.returncode}")
         try:  # a check that hangs on a busy machine is one failed check, not the test's end
             done = subprocess.run(
                 [sys.executable, "-c", script, gcs],
@@ -106,8 +120,15 @@ def loopback_cluster(tmp: Path, home: Path, timeout: float = 600) -> Iterator[Cl
     try:
         deadline = time.monotonic() + timeout
         _wait_nodes(env, gcs, 1, deadline)
-        processes.append(_alive(worker, env, tmp / "worker.log"))
-        _wait_nodes(env, gcs, 2, deadline)
+        for attempt in range(WORKER_STARTS):
+            processes.append(_alive(worker, env, tmp / f"worker{attempt}.log"))
+            try:
+                _wait_nodes(env, gcs, 2, deadline, processes[-1])
+                break
+            except NodeExited:  # timed out registering on a busy machine: start it again
+                _end(processes.pop())
+        else:
+            raise TimeoutError(f"the second Ray node did not start in {WORKER_STARTS} tries")
         yield Cluster(gcs=gcs, client=f"ray://127.0.0.1:{client_port}", env=env,
                       pids=[p.pid for p in processes])  # fmt: skip
     finally:
