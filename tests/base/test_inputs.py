@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from wikiqa import inputs
+from wikiqa import inputs, parquets
 from wikiqa.evals.running.runlog import RunLog, RunLogError
 from wikiqa.inputs import (
     MAX_DEPTH,
@@ -25,8 +25,8 @@ from wikiqa.inputs import (
     inflate,
     loads,
     parse_jsonl,
-    read_parquet,
 )
+from wikiqa.parquets import read_parquet
 
 
 def _bomb(megabytes: int) -> bytes:
@@ -130,7 +130,7 @@ def test_read_parquet_refuses_devices_fifos_and_too_many_rows(
         read_parquet(zero)
     good = tmp_path / "run.parquet"
     _run_frame().to_parquet(good)
-    monkeypatch.setattr(inputs, "MAX_PARQUET_ROWS", 1)
+    monkeypatch.setattr(parquets, "MAX_PARQUET_ROWS", 1)
     with pytest.raises(InputError, match=r"run holds 2 rows .* over the 1 rows"):
         read_parquet(good)
 
@@ -198,7 +198,7 @@ def test_a_parquet_is_handed_to_pyarrow_as_bytes_it_owns(tmp_path: Path) -> None
     _run_frame().to_parquet(good)
     data = good.read_bytes()
     held = sys.getrefcount(data)
-    source = inputs.arrow_source(data)
+    source = parquets.arrow_source(data)
     assert sys.getrefcount(data) == held
     assert source.read() == data
     python_file = io.BytesIO(data)  # what it was handed before: it holds the bytes

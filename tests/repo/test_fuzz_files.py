@@ -138,8 +138,8 @@ def _reader(kind: str, path: Path) -> object:
     from wikiqa.evals.running.replies import read_replies
     from wikiqa.evals.running.runlog import RunLog
     from wikiqa.experiment import read_notebook
-    from wikiqa.inputs import read_parquet
     from wikiqa.models.scripted import ScriptedModel
+    from wikiqa.parquets import read_parquet
     from wikiqa.sources.cassette_files import read_cassette
     from wikiqa.sources.snapshot_files import read_entries
 

@@ -34,7 +34,8 @@ from wikiqa.evals.running.runlog import PACKED, SUFFIX, ParquetBinding, RunLog, 
 from wikiqa.evals.running.runner import slug
 from wikiqa.evals.running.scoring import Scored, score
 from wikiqa.evals.tasks.task import Task, TaskError, bytes_hash, parse_tasks, read_suite
-from wikiqa.inputs import InputError, read_parquet
+from wikiqa.inputs import InputError
+from wikiqa.parquets import read_parquet
 from wikiqa.project import project_root
 
 

@@ -39,18 +39,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from wikiqa.evals.running.records import RunMeta, TrialRecord
+from wikiqa.evals.running.records import RunMeta, TrialRecord, Verdicts
 from wikiqa.evals.running.seal import SealError, committed_lines, seal, seal_key
-from wikiqa.inputs import (
-    InputError,
-    MiB,
-    TooLarge,
-    inflate,
-    inflate_chunks,
-    read_bounded,
-    read_chunks,
-    split_lines,
-)
+from wikiqa.inputs import InputError, MiB, read_bounded, read_lines
 from wikiqa.outputs import append_line, check_run_id, inside, write_atomic
 from wikiqa.secrets import scrub
 
@@ -61,6 +52,7 @@ LIMIT = 1024 * MiB  # a whole-suite run of a real model is tens of MiB; more is 
 MAX_LINE = 64 * MiB  # a grading pass's line holds under a kilobyte a trial: 64 MiB is 60,000+
 LineKind = Literal["header", "trial", "cassette", "graded"]
 Provenance = Literal["sealed", "committed", "foreign"]
+Lines = Iterator[tuple[str, bool]]  # each line of a log, and whether it ended (a cut one did not)
 
 
 class RunLogError(ValueError):
@@ -80,16 +72,6 @@ class ParquetBinding(BaseModel):
 
     file: str
     sha256: str
-
-
-class Verdicts(BaseModel):
-    """One trial's grading, as a pass recorded it."""
-
-    task_id: str
-    trial: int
-    decision: str
-    grades: list[dict[str, Any]]
-    judge_error: str | None = None
 
 
 def log_path(out: Path, run_id: str) -> Path:
@@ -253,8 +235,7 @@ class RunLog:
         if self.cut_tail is None:
             return
         if self.packed:
-            text = _read_text(self.path)
-            whole = text[: len(text) - len(self.cut_tail)].encode()
+            whole = "".join(f"{line}\n" for line, ended in _lines(self.path) if ended).encode()
             write_atomic(self.path, gzip.compress(whole, mtime=0), self.root)
         else:
             data = read_bounded(self.path, LIMIT, "run log")
@@ -278,9 +259,7 @@ class RunLog:
         return cls._parse(path, out, run_id, _lines(path))
 
     @classmethod
-    def _parse(
-        cls, path: Path, out: Path, run_id: str, lines: Iterator[tuple[str, bool]]
-    ) -> RunLog:
+    def _parse(cls, path: Path, out: Path, run_id: str, lines: Lines) -> RunLog:
         chain, log, key, unsealed = FORMAT, None, _key(), []
         number, tail = 0, ""
         for line, ended in lines:
@@ -362,34 +341,13 @@ def _key() -> bytes:
         raise RunLogError(str(err)) from None
 
 
-def _read_text(path: Path) -> str:
-    """A log file's text, plain or packed, bounded (a packed one as it inflates)."""
+def _lines(path: Path) -> Lines:
+    """A log file's lines, plain or packed, read a line at a time (`read_lines`): the file is
+    never held whole, and no line is longer than `MAX_LINE`."""
     try:
-        data = read_bounded(path, LIMIT, "run log")
-        if path.name.endswith(".gz"):
-            data = inflate(data, path, LIMIT, "run log")
-        return data.decode("utf-8")
-    except (TooLarge, InputError, UnicodeDecodeError) as err:
-        raise RunLogError(f"{path}: {err}") from None
-
-
-def _lines(path: Path) -> Iterator[tuple[str, bool]]:
-    """A log file's lines, plain or packed, each with whether it ended (only a last line cut short
-    by a kill does not), read a megabyte at a time: the file (up to `LIMIT`, inflated as it is
-    read) is never held whole, and no line is longer than `MAX_LINE`."""
-    try:
-        chunks = read_chunks(path, LIMIT, "run log")
-        if path.name.endswith(".gz"):
-            chunks = inflate_chunks(chunks, path, LIMIT, "run log")
-        for number, (line, ended) in enumerate(split_lines(chunks, path, MAX_LINE, "run log"), 1):
-            try:
-                yield line.decode("utf-8"), ended
-            except UnicodeDecodeError as err:
-                raise RunLogError(f"{path}:{number}: not UTF-8 (byte {err.start})") from None
-    except (TooLarge, InputError) as err:
-        raise RunLogError(
-            str(err) if str(err).startswith(str(path)) else f"{path}: {err}"
-        ) from None
+        yield from read_lines(path, LIMIT, MAX_LINE, "run log")
+    except InputError as err:  # over a cap, not UTF-8, corrupt gzip: the message names the file
+        raise RunLogError(str(err)) from None
 
 
 def _checked(where: str, line: str, previous: str) -> tuple[dict[str, Any], str, str | None]:
