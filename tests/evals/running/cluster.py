@@ -36,7 +36,7 @@ from wikiqa.evals.running.executors import SLOW_START
 from wikiqa.models.local import free_port
 
 RAY = str(Path(sys.executable).with_name("ray"))
-WORKER_STARTS = 3
+NODE_STARTS = 3
 # `ray start` for the second node: the refusal of a second node and the rewriting of 127.0.0.1
 # lifted, in this process only (see the module docstring).
 JOIN = [sys.executable, "-c", "; ".join([
@@ -116,19 +116,19 @@ def loopback_cluster(tmp: Path, home: Path, timeout: float = 600) -> Iterator[Cl
     head = [RAY, "start", "--head", "--port", str(gcs_port), "--ray-client-server-port",
             str(client_port), "--include-dashboard", "false", *common]  # fmt: skip
     worker = [*JOIN, "start", "--address", gcs, *common]
-    processes = [_alive(head, env, tmp / "head.log")]
+    processes: list[subprocess.Popen[bytes]] = []
     try:
         deadline = time.monotonic() + timeout
-        _wait_nodes(env, gcs, 1, deadline)
-        for attempt in range(WORKER_STARTS):
-            processes.append(_alive(worker, env, tmp / f"worker{attempt}.log"))
-            try:
-                _wait_nodes(env, gcs, 2, deadline, processes[-1])
-                break
-            except NodeExited:  # timed out registering on a busy machine: start it again
-                _end(processes.pop())
-        else:
-            raise TimeoutError(f"the second Ray node did not start in {WORKER_STARTS} tries")
+        for count, (name, command) in enumerate([("head", head), ("worker", worker)], 1):
+            for attempt in range(NODE_STARTS):
+                processes.append(_alive(command, env, tmp / f"{name}{attempt}.log"))
+                try:
+                    _wait_nodes(env, gcs, count, deadline, processes[-1])
+                    break
+                except NodeExited:  # timed out registering on a busy machine: start it again
+                    _end(processes.pop())
+            else:
+                raise TimeoutError(f"the Ray {name} did not start in {NODE_STARTS} tries")
         yield Cluster(gcs=gcs, client=f"ray://127.0.0.1:{client_port}", env=env,
                       pids=[p.pid for p in processes])  # fmt: skip
     finally:
