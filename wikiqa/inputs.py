@@ -10,27 +10,23 @@ which file and which limit.
 What is read is bounded too: a gzip file is inflated only up to a cap (`inflate`: a megabyte can
 inflate to gigabytes), JSON is refused past `MAX_DEPTH` levels of nesting (`loads`: `[` a hundred
 thousand times is a RecursionError in `json.loads`, and deep data breaks every recursive consumer
-after it), and a parquet is read only when it is one, of bounded size and row count
-(`read_parquet`: pyarrow's own errors name neither the file nor the problem in plain words).
+after it), and a file of lines is read a line at a time, each line capped (`read_lines`: a
+sparse file of one endless line costs the cap, not its size). Parquet files are `parquets`'.
 Every refusal is an `InputError` (or the caller's subclass) whose message names the file.
 """
 
 from __future__ import annotations
 
 import errno
-import io
 import json
 import os
 import stat
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
@@ -251,66 +247,105 @@ def inflate(data: bytes, path: Path | str, limit: int, what: str = "file") -> by
     as it inflates, so a bomb costs `limit`, not what it would inflate to). A last member cut
     short (a writer killed mid-file, or one still open and sync-flushed) yields what it holds;
     corrupt data is an InputError naming the file and the line it stopped at."""
-    out = bytearray()
-    rest = data
-    while rest:
-        member = zlib.decompressobj(wbits=31)
-        pending = rest
-        while True:  # a megabyte at a time: a bomb never holds more than `limit` at once
+    return b"".join(inflate_chunks([data], path, limit, what))
+
+
+def inflate_chunks(
+    chunks: Iterable[bytes], path: Path | str, limit: int, what: str = "file"
+) -> Iterator[bytes]:
+    """`inflate` as a stream: gzip data arriving in `chunks`, inflated a megabyte at a time, so
+    neither the compressed file nor what it inflates to is ever held whole."""
+    total = lines = 0
+    member = zlib.decompressobj(wbits=31)
+    for chunk in chunks:
+        pending = chunk
+        while pending:
+            if member.eof:  # the next member of a multi-member file
+                member = zlib.decompressobj(wbits=31)
             try:
-                chunk = member.decompress(pending, MiB)
+                out = member.decompress(pending, MiB)
+                while not member.eof and not member.unconsumed_tail and len(out) == MiB:
+                    total, lines = _counted(out, total, lines, path, limit, what)
+                    yield out  # output still held inside zlib: drain it before more input
+                    out = member.decompress(b"", MiB)
             except zlib.error as err:
-                raise InputError(
-                    f"{path}: corrupt gzip data after line {out.count(10)}: {err}"
-                ) from None
-            out += chunk
-            if len(out) > limit:
-                raise TooLarge(
-                    f"{path}: {what} inflates to more than {limit // MiB} MiB; refusing it"
-                )
-            pending = member.unconsumed_tail
-            if member.eof or (not pending and len(chunk) < MiB):
-                break
-        if not member.eof:
-            break
-        rest = member.unused_data
-    return bytes(out)
+                raise InputError(f"{path}: corrupt gzip data after line {lines}: {err}") from None
+            total, lines = _counted(out, total, lines, path, limit, what)
+            yield out
+            pending = member.unused_data if member.eof else member.unconsumed_tail
 
 
-MAX_PARQUET_BYTES = 256 * MiB  # a run's parquet is kilobytes to a few megabytes
-MAX_PARQUET_ROWS = 2_000_000  # one row per trial and dimension: a 100,000-trial run fits
+def _counted(
+    out: bytes, total: int, lines: int, path: Path | str, limit: int, what: str
+) -> tuple[int, int]:
+    total += len(out)
+    if total > limit:
+        raise TooLarge(f"{path}: {what} inflates to more than {limit // MiB} MiB; refusing it")
+    return total, lines + out.count(b"\n")
 
 
-def read_parquet(path: Path | str, what: str = "run", columns: Iterable[str] = ()) -> pd.DataFrame:
-    """A parquet file as a frame, bounded on disk, inflated and in rows; anything that is not a
-    readable parquet (a text file, a symlink to /etc/passwd, a truncated copy) or lacks one of
-    `columns` is an InputError saying so, naming the file."""
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        data = read_bounded(path, MAX_PARQUET_BYTES, what)  # over it, or no regular file: TooLarge
-    except FileNotFoundError:
-        raise InputError(f"{path}: cannot read {what}: no such file") from None
-    except OSError as err:
-        raise InputError(f"{path}: cannot read {what}: {err.strerror or err}") from None
-    try:
-        parquet = pq.ParquetFile(io.BytesIO(data))
-        meta = parquet.metadata
-        inflated = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-        if meta.num_rows > MAX_PARQUET_ROWS or inflated > 4 * MAX_PARQUET_BYTES:
-            raise InputError(
-                f"{path}: {what} holds {meta.num_rows} rows ({inflated // MiB} MiB uncompressed), "
-                f"over the {MAX_PARQUET_ROWS} rows or {4 * MAX_PARQUET_BYTES // MiB} MiB "
-                "this reads; refusing it"
+def read_chunks(path: Path | str, limit: int, what: str = "file") -> Iterator[bytes]:
+    """The bytes of `path` a megabyte at a time, as `read_bounded` reads them whole: TooLarge
+    past `limit` (before reading a byte, when the size is known), NotRegular for anything but a
+    regular file."""
+    with os.fdopen(open_regular(path, what), "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            raise TooLarge(
+                f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all"
             )
-        missing = [c for c in columns if c not in parquet.schema_arrow.names]
-        if missing:
-            raise InputError(f"{path}: not a {what}: no {', '.join(missing)} column")
-        return pd.read_parquet(io.BytesIO(data))
-    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError) as err:
-        if isinstance(err, InputError):
-            raise
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise InputError(f"{path}: not a parquet {what} file ({first})") from None
+        total = 0
+        while chunk := handle.read(MiB):
+            total += len(chunk)
+            if total > limit:
+                raise TooLarge(
+                    f"{path}: {what} is larger than {limit // MiB} MiB; refusing to read it all"
+                )
+            yield chunk
+
+
+def split_lines(
+    chunks: Iterable[bytes], path: Path | str, max_line: int, what: str = "file"
+) -> Iterator[tuple[bytes, bool]]:
+    """Each line of the bytes arriving in `chunks`, without its newline, and whether it ended with
+    one (only the last may not). A line longer than `max_line` is TooLarge naming its number:
+    a file of one endless line (a sparse file, /dev/zero's bytes) costs `max_line`, not its size."""
+    parts: list[bytes] = []
+    held = number = 0
+    for chunk in chunks:
+        pieces = chunk.split(b"\n")
+        for piece in pieces[:-1]:
+            number += 1
+            if held + len(piece) > max_line:
+                raise _long_line(path, number, max_line, what)
+            yield b"".join([*parts, piece]), True
+            parts, held = [], 0
+        parts.append(pieces[-1])
+        held += len(pieces[-1])
+        if held > max_line:
+            raise _long_line(path, number + 1, max_line, what)
+    if held:
+        yield b"".join(parts), False
+
+
+def _long_line(path: Path | str, number: int, max_line: int, what: str) -> TooLarge:
+    return TooLarge(
+        f"{path}:{number}: a {what} line longer than {max_line // MiB} MiB; refusing to read it"
+    )
+
+
+def read_lines(
+    path: Path | str, limit: int, max_line: int, what: str = "file"
+) -> Iterator[tuple[str, bool]]:
+    """Each UTF-8 line of a user's file (gzip when its name ends in `.gz`, inflated as it is read)
+    and whether it ended with a newline, read a megabyte at a time: the file is never held whole
+    and costs at most `max_line`. Over `limit`, a line over `max_line`, bytes that are not UTF-8
+    or corrupt gzip: an InputError (TooLarge) naming the file and the line."""
+    chunks = read_chunks(path, limit, what)
+    if str(path).endswith(".gz"):
+        chunks = inflate_chunks(chunks, path, limit, what)
+    for number, (line, ended) in enumerate(split_lines(chunks, path, max_line, what), 1):
+        try:
+            yield line.decode("utf-8"), ended
+        except UnicodeDecodeError as err:
+            raise InputError(f"{path}:{number}: not UTF-8 (byte {err.start})") from None

@@ -4,8 +4,10 @@ limits, each refusal one message naming the file."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
+import sys
 import tracemalloc
 import zlib
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from wikiqa import inputs
+from wikiqa import inputs, parquets
 from wikiqa.evals.running.runlog import RunLog, RunLogError
 from wikiqa.inputs import (
     MAX_DEPTH,
@@ -23,8 +25,8 @@ from wikiqa.inputs import (
     inflate,
     loads,
     parse_jsonl,
-    read_parquet,
 )
+from wikiqa.parquets import read_parquet
 
 
 def _bomb(megabytes: int) -> bytes:
@@ -128,7 +130,7 @@ def test_read_parquet_refuses_devices_fifos_and_too_many_rows(
         read_parquet(zero)
     good = tmp_path / "run.parquet"
     _run_frame().to_parquet(good)
-    monkeypatch.setattr(inputs, "MAX_PARQUET_ROWS", 1)
+    monkeypatch.setattr(parquets, "MAX_PARQUET_ROWS", 1)
     with pytest.raises(InputError, match=r"run holds 2 rows .* over the 1 rows"):
         read_parquet(good)
 
@@ -184,3 +186,22 @@ def test_appends_never_go_through_a_symbolic_link(tmp_path: Path) -> None:
     os.write(fd, b"{}\n")
     os.close(fd)
     assert (tmp_path / "new.jsonl").read_text() == "{}\n"
+
+
+def test_a_parquet_is_handed_to_pyarrow_as_bytes_it_owns(tmp_path: Path) -> None:
+    """pyarrow reads (and releases) a Python file object or a buffer over Python bytes on its own
+    threads, taking the GIL; one doing so while the interpreter exits aborts the process after
+    its work is done (exit 134). `arrow_source` copies the bytes into pyarrow's memory: the read
+    holds no reference to the Python object, and the frame is the same."""
+
+    good = tmp_path / "run.parquet"
+    _run_frame().to_parquet(good)
+    data = good.read_bytes()
+    held = sys.getrefcount(data)
+    source = parquets.arrow_source(data)
+    assert sys.getrefcount(data) == held
+    assert source.read() == data
+    python_file = io.BytesIO(data)  # what it was handed before: it holds the bytes
+    assert sys.getrefcount(data) == held + 1
+    python_file.close()
+    pd.testing.assert_frame_equal(read_parquet(good), pd.read_parquet(good))

@@ -138,8 +138,8 @@ def _reader(kind: str, path: Path) -> object:
     from wikiqa.evals.running.replies import read_replies
     from wikiqa.evals.running.runlog import RunLog
     from wikiqa.experiment import read_notebook
-    from wikiqa.inputs import read_parquet
     from wikiqa.models.scripted import ScriptedModel
+    from wikiqa.parquets import read_parquet
     from wikiqa.sources.cassette_files import read_cassette
     from wikiqa.sources.snapshot_files import read_entries
 
@@ -503,6 +503,214 @@ def test_fifos_devices_and_oversized_files_in_a_bounded_child(
     assert not failures, json.dumps(failures, indent=1)
     assert len(report["results"]) == len(planned)
     assert report["rss_mb"] < CHILD_RSS_LIMIT_MB
+
+
+# -- command arguments ----------------------------------------------------------------------------
+
+# (id, argv, what the one error line must say): `{out}` is the case's output folder (holding the
+# fuzz run's log, edited by `ARGUMENT_LOGS` for the cases that name one), `{dir}` its folder, and
+# the argument cases build what they name there (`ARGUMENT_SETUP`).
+STEP = str(ROOT / "experiments" / "01_agent_baseline.ipynb")
+ARGUMENTS: list[tuple[str, list[str], str]] = [
+    ("-p CHANGE nested 100,000 deep", ["experiment", "run", STEP, "-p", "CHANGE", "[" * 100_000,
+                                       "--out", "{out}"], "-p CHANGE: JSON nested deeper than"),
+    ("-p LIMIT of 5001 digits", ["experiment", "run", STEP, "-p", "LIMIT", "9" * 5001,
+                                 "--out", "{out}"], "-p LIMIT: invalid JSON"),
+    ("--suite a symlink loop", ["eval", "--suite", "{dir}/loop.jsonl", "--out", "{out}"],
+     "{dir}/loop.jsonl: cannot read task file"),
+    ("validate --suite a symlink loop", ["validate", "{dir}/loop.jsonl"], "loop.jsonl"),
+    ("regrade --change not UTF-8", ["regrade", RUN, "--change", "b\udcffad", "--out", "{out}"],
+     "argument 4 of --change is not UTF-8 text"),
+    ("eval --change not UTF-8", ["eval", "--change", "\udcfe", "--out", "{out}"],
+     "of --change is not UTF-8 text"),
+    ("a question not UTF-8", ["ask", "Who \udce9?"], "argument 2 is not UTF-8 text"),
+    ("regrade: a pass of Infinity", ["regrade", RUN, "--change", "x", "--out", "{out}"],
+     "a graded line's pass is inf"),
+    ("resume: a pass of Infinity", ["eval", "--resume", RUN, "--out", "{out}"],
+     "a graded line's pass is inf"),
+    ("regrade: a pass of NaN", ["regrade", RUN, "--change", "x", "--out", "{out}"],
+     "a graded line's pass is nan"),
+    ("regrade: a suite outside the project, gone",
+     ["regrade", RUN, "--change", "x", "--out", "{out}"],
+     f"{RUN}'s suite cannot be read: {{dir}}/elsewhere/suite.jsonl"),
+    ("regrade: a suite outside the project, a FIFO",
+     ["regrade", RUN, "--change", "x", "--out", "{out}"], "task file is a FIFO"),
+]  # fmt: skip
+
+
+def _pass_of(value: float) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def edit(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        graded = [b for b in bodies if b.get("kind") == "graded"]
+        assert graded, "the fuzz run's log has a grading pass"
+        graded[-1]["pass"] = value
+        return bodies
+
+    return edit
+
+
+def _suite_at(path: str) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def edit(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        bodies[0]["meta"]["suite_path"] = path
+        return bodies
+
+    return edit
+
+
+def _argument_case(root: Path, n: int, name: str, argv: list[str], log: bytes) -> Path:
+    """The case's folder: the fuzz run's log in `out/` (edited as the case says) and whatever
+    else its arguments name."""
+    folder = root / f"a{n}"
+    runs = folder / "out" / "runs"
+    runs.mkdir(parents=True)
+    text = log.decode()
+    if "Infinity" in name:
+        text = rechained(text, _pass_of(float("inf")))
+    elif "NaN" in name:
+        text = rechained(text, _pass_of(float("nan")))
+    elif "outside the project" in name:
+        (folder / "elsewhere").mkdir()
+        suite = folder / "elsewhere" / "suite.jsonl"
+        if "FIFO" in name:
+            os.mkfifo(suite)
+        text = rechained(text, _suite_at(str(suite)))
+    (runs / f"{RUN}.log.jsonl").write_text(text, encoding="utf-8")
+    if "symlink loop" in name:
+        (folder / "loop.jsonl").symlink_to(folder / "loop2.jsonl")
+        (folder / "loop2.jsonl").symlink_to(folder / "loop.jsonl")
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "argv", "says"), ARGUMENTS, ids=[a[0] for a in ARGUMENTS])
+def test_hostile_arguments_are_one_line_and_change_nothing(
+    fuzz_root: Path,
+    session_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    argv: list[str],
+    says: str,
+) -> None:
+    """Arguments a command cannot take (a symlink loop for a suite, bytes that are not UTF-8, a
+    -p value JSON cannot read) and run logs naming what cannot be read (a pass of Infinity, a
+    suite outside the project that is gone or a FIFO): one `wikiqa: error:` line saying what,
+    a non-zero exit, no traceback, nothing outside the output folder changed."""
+    monkeypatch.setenv("WIKIQA_HOME", str(session_home))
+    root = fuzz_root / "arguments"
+    root.mkdir(exist_ok=True)
+    n = len(list(root.iterdir()))
+    folder = _argument_case(root, n, name, argv, _goods(fuzz_root)["runlog"])
+    fill = {"out": str(folder / "out"), "dir": str(folder)}
+    case = Case(name, str(folder), "", argv=[a.replace("{out}", fill["out"]).replace(
+        "{dir}", fill["dir"]) for a in argv], watch=[*_watch(fuzz_root, session_home), str(folder)])  # fmt: skip
+    result = run_case(case)
+    lines = result["stderr"].splitlines()
+    assert result["code"] not in (0, None, "raised", "crashed"), result
+    assert "Traceback" not in result["stderr"] and len(lines) == 1, result["stderr"][-3000:]
+    assert lines[0].startswith("wikiqa: error: "), lines
+    assert says.format(dir=folder) in lines[0], lines[0]
+    assert not result["changed"], result["changed"]
+
+
+# -- files under their caps that decode to gigabytes --------------------------------------------
+
+DECODED_RSS_LIMIT_MB = 700  # the child alone is about 300 MB; unbounded, these cost 1.1 to 4 GB
+
+
+def _dictionary_bomb(good: bytes, path: Path, rows: int = 2_000_000) -> None:
+    """A run parquet of `rows` copies of the good one's first row, its answers a thousand
+    different kilobyte strings: dictionary-encoded on disk (each string once, an index a row),
+    so the file is a few hundred kB and passes the size, row and page-size checks, while its
+    frame holds two gigabytes of answers. Written a row group at a time (this process never
+    holds it whole)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    first = pq.read_table(io.BytesIO(good)).slice(0, 1)
+    answers = pa.array([f"{n:04d}" + "x" * 1020 for n in range(1000)], pa.large_string())
+    group = 100_000
+    fields, columns = [], []
+    for name, column in zip(first.column_names, first.columns, strict=True):
+        kind = column.type
+        if pa.types.is_large_string(kind) or pa.types.is_string(kind):
+            values = (
+                answers if name == "answer" else column.combine_chunks().cast(pa.large_string())
+            )
+            indices = pa.array([n % len(values) for n in range(group)], pa.int32())
+            columns.append(pa.DictionaryArray.from_arrays(indices, values))
+            fields.append(pa.field(name, pa.dictionary(pa.int32(), pa.large_string())))
+        else:
+            columns.append(pa.repeat(column[0], group).cast(kind))
+            fields.append(pa.field(name, kind))
+    table = pa.Table.from_arrays(columns, schema=pa.schema(fields))
+    # without the stored Arrow schema a reader sees plain strings, as a run's parquet holds them
+    with pq.ParquetWriter(path, table.schema, store_schema=False, compression="zstd") as writer:
+        for _ in range(rows // group):
+            writer.write_table(table)
+
+
+DECODED: list[tuple[str, str, list[str]]] = [
+    ("runlog", "sparse", ["eval", "--resume", RUN, "--out", "{out}"]),
+    ("runlog", "sparse", ["regrade", RUN, "--change", "fuzz", "--out", "{out}"]),
+    ("runlog", "endless line", ["regrade", RUN, "--change", "fuzz", "--out", "{out}"]),
+    ("run", "dictionary", ["compare", "{bad}", "{good}/run.parquet"]),
+    ("run", "dictionary", ["outcomes", "{bad}", "--labels", "{good}/labels.jsonl"]),
+    ("run", "dictionary", ["confidence", "fit", "{bad}"]),
+    ("run", "dictionary", ["check", "--run", "{bad}"]),
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_files_under_their_caps_that_decode_to_gigabytes_in_a_bounded_child(
+    fuzz_root: Path, session_home: Path
+) -> None:
+    """A run log just under its 1 GiB cap (sparse: one endless line of NUL bytes; packed: a
+    gzip inflating to 1000 MiB without a newline), and a run parquet of 2 million
+    dictionary-encoded answers: each command reading one refuses it in one line naming the file,
+    and the child running them all peaks under DECODED_RSS_LIMIT_MB (a log is read a line at a
+    time, each line capped; a parquet's decoded size is measured before it is decoded)."""
+    root = fuzz_root / "decoded"
+    goods = _goods(fuzz_root)
+    bomb = root / "bomb.parquet"
+    root.mkdir()
+    _dictionary_bomb(goods["run"], bomb)
+    assert bomb.stat().st_size < 2 * MiB
+    planned = []
+    for n, (kind, how, template) in enumerate(DECODED):
+        folder = root / f"d{n}"
+        (folder / "out" / "runs").mkdir(parents=True)
+        if how == "sparse":
+            bad = folder / KINDS[kind].where
+            with bad.open("wb") as fh:
+                fh.truncate(1023 * MiB)
+        elif how == "endless line":
+            bad = folder / "out" / "runs" / f"{RUN}.log.jsonl.gz"
+            bad.write_bytes(gzip.compress(b"x" * MiB, 9) * 1000)
+        else:
+            bad = folder / KINDS[kind].where
+            shutil.copy(bomb, bad)
+        fill = {"bad": str(bad), "out": str(folder / "out"), "good": str(fuzz_root / "good")}
+        argv = [a.format(**fill) for a in template]
+        planned.append(Case(f"{' '.join(template[:2])} [{kind}, {how}]", str(folder), str(bad),
+                            argv=argv, watch=[*_watch(fuzz_root, session_home), str(folder)]))  # fmt: skip
+    plan = root / "plan.json"
+    plan.write_text(json.dumps([vars(c) for c in planned]))
+    code = "import sys; from tests.repo.test_fuzz_files import run_plan; run_plan(sys.argv[1])"
+    env = os.environ | {"WIKIQA_HOME": str(session_home)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(plan)], cwd=ROOT, env=env, capture_output=True,
+            text=True, timeout=CHILD_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        stuck = Path(f"{plan}.progress").read_text()
+        raise AssertionError(f"the child passed {CHILD_TIMEOUT_S} s, at: {stuck}") from None
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(Path(f"{plan}.out").read_text())
+    print(f"\ndecoded: {len(planned)} cases, peak RSS {report['rss_mb']:.0f} MB")
+    failures = {r["id"]: wrong for r in report["results"] if (wrong := problems(r))}
+    assert not failures, json.dumps(failures, indent=1)
+    assert len(report["results"]) == len(planned)
+    assert report["rss_mb"] < DECODED_RSS_LIMIT_MB
 
 
 def test_every_kind_and_spoiling_is_covered() -> None:

@@ -5,6 +5,9 @@ fusion, the index file and the agent wiring, not E5."""
 
 from __future__ import annotations
 
+import io
+import os
+import resource
 import zlib
 from pathlib import Path
 
@@ -39,6 +42,7 @@ def encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(dense_module, "encode_passages", passages)
     monkeypatch.setattr(dense_module, "encode_query", _bag)
+    monkeypatch.setattr(dense_module, "dense_available", lambda: True)
     monkeypatch.setattr(ranked._Cache, "dense", {})
     return calls
 
@@ -123,3 +127,65 @@ def test_dense_needs_a_snapshot() -> None:
 
     with pytest.raises(ValueError, match="needs the snapshot source"):
         RankedSource(Live(), "dense")  # type: ignore[arg-type]
+
+
+def _npy_header(rows: int, columns: int) -> bytes:
+    buffer = io.BytesIO()
+    header = {"descr": "<f2", "fortran_order": False, "shape": (rows, columns)}
+    np.lib.format.write_array_header_1_0(buffer, header)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("spoiling", ["fifo", "zero", "claims_2e9_rows", "sparse_3gb", "cut"])
+def test_a_replaced_index_file_is_refused_before_its_data_is_read(
+    tiny: SnapshotSource, encoded: list[int], tmp_path: Path, spoiling: str
+) -> None:
+    """The index file is read like any user's file: a FIFO is not waited on, /dev/zero is not
+    read, a header's shape is checked against the snapshot and the file's size before a byte of
+    data is allocated (each of these hung or took gigabytes through `np.load`)."""
+    titles = list(tiny.titles())
+    texts = [a.text if (a := tiny.get_article(t)) else "" for t in titles]
+    home = tmp_path / "dense"
+    path = DenseIndex(tiny.sha256, titles, texts, home=home, progress=False).path
+    good = path.read_bytes()
+    path.unlink()
+    if spoiling == "fifo":
+        os.mkfifo(path)
+    elif spoiling == "zero":
+        path.symlink_to("/dev/zero")
+    elif spoiling == "claims_2e9_rows":
+        path.write_bytes(_npy_header(2_000_000_000, 64) + b"\0" * 128)
+    elif spoiling == "sparse_3gb":
+        path.write_bytes(_npy_header(len(titles), 64))
+        with path.open("r+b") as handle:
+            handle.truncate(3 * 2**30)
+    else:
+        path.write_bytes(good[:-2])
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(DenseError, match="delete it to rebuild") as raised:
+        DenseIndex(tiny.sha256, titles, texts, home=home, progress=False)
+    assert str(path) in str(raised.value) and "\n" not in str(raised.value)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 64  # nothing the size of the claimed matrix was allocated
+
+
+def test_dense_retrieval_without_its_extra_is_one_line(
+    tiny: SnapshotSource,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    from wikiqa.cli import main
+
+    monkeypatch.setattr(dense_module, "dense_available", lambda: False)
+    monkeypatch.setattr(ranked._Cache, "dense", {})
+    code = main(["ask", "How high is Everest?", "--ranker", "dense",
+                 "--source", str(tiny.path)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err
+    assert err.strip().splitlines() == [f"wikiqa: error: {dense_module.MISSING}"]
+    out = tmp_path / "out"
+    code = main(["eval", "--ranker", "dense", "--limit", "1", "--trials", "1", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code != 0 and err.strip().splitlines() == [f"wikiqa: error: {dense_module.MISSING}"]
+    assert not out.exists() or not any(out.rglob("*.jsonl*"))  # no run was started

@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from wikiqa.inputs import read_parquet
+from wikiqa.parquets import read_parquet
 from wikiqa.sources import SnapshotSource
 
 

@@ -156,7 +156,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     import tempfile
 
     from wikiqa.evals.analysis import gate
-    from wikiqa.inputs import InputError, read_parquet
+    from wikiqa.inputs import InputError
+    from wikiqa.parquets import read_parquet
 
     # The default is resolved here, not in the parser, to keep the evals import off start-up.
     if args.baseline is None:

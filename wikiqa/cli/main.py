@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from wikiqa.cli.ask import register as register_ask
 from wikiqa.cli.cassette import register as register_cassette
-from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_UNAVAILABLE, CliError
+from wikiqa.cli.common import EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE, CliError
 from wikiqa.cli.compare import register as register_compare
 from wikiqa.cli.confidence import register as register_confidence
 from wikiqa.cli.evals import register as register_evals
@@ -28,7 +28,7 @@ from wikiqa.cli.wiki import register as register_wiki
 from wikiqa.inputs import InputError
 from wikiqa.project import ProjectNotFound
 from wikiqa.secrets import scrubbed_output
-from wikiqa.sources import SourceUnavailable
+from wikiqa.sources import SourceError, SourceUnavailable
 from wikiqa.terminal import echo
 
 
@@ -74,6 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    bad = _not_utf8(argv)
+    if bad:
+        _error(bad)
+        return EXIT_USAGE
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:
@@ -89,6 +94,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except SourceUnavailable as err:
         _error(f"Wikipedia unavailable: {err}")
         return EXIT_UNAVAILABLE
+    except SourceError as err:  # a source that cannot run (dense retrieval without its extra)
+        _error(str(err))
+        return EXIT_NOT_FOUND
     except BrokenPipeError:  # `wikiqa search ... | head`
         return 0
     except InputError as err:  # a file handed over that cannot be read as what it should be
@@ -102,6 +110,23 @@ def _main(argv: Sequence[str] | None) -> int:
         _error(f"cannot use the cache or index database: {err}")
         return EXIT_NOT_FOUND
     return code
+
+
+def _not_utf8(argv: Sequence[str]) -> str | None:
+    """What is wrong with the first argument that is not UTF-8 text, or None. Python hands such
+    bytes over as lone surrogates, which pass every check until they reach a file written as
+    UTF-8 (a run log, a parquet) and fail there; every argument may end up in one."""
+    for at, arg in enumerate(argv):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raw = arg.encode("utf-8", "surrogateescape")[:40]
+            option = f" of {argv[at - 1]}" if at and argv[at - 1].startswith("-") else ""
+            return (
+                f"argument {at + 1}{option} is not UTF-8 text ({raw!r}, byte {err.start}); "
+                "every argument must be"
+            )
+    return None
 
 
 def _error(message: str) -> None:

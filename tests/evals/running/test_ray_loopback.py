@@ -6,7 +6,6 @@ servers of `WIKIQA_SERVER_THREADS` threads. And `ray:auto`, which follows a file
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import signal
 import subprocess
@@ -17,34 +16,13 @@ from pathlib import Path
 import psutil  # (installed with ipykernel; no stubs pinned)
 import pytest
 
+from tests.evals.running.cluster import listeners, loopback
 from wikiqa.cli import main
 
 pytestmark = pytest.mark.ray
 pytest.importorskip("ray")
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _listeners(root: psutil.Process) -> dict[tuple[str, int], str]:
-    """(address, port) -> process name, for every listening TCP socket in root's process tree."""
-    found: dict[tuple[str, int], str] = {}
-    for process in [root, *root.children(recursive=True)]:
-        try:
-            sockets = process.net_connections(kind="tcp")
-            name = process.name()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        for s in sockets:
-            if s.status == psutil.CONN_LISTEN:
-                found[(s.laddr.ip, s.laddr.port)] = name
-    return found
-
-
-def _loopback(ip: str) -> bool:
-    address = ipaddress.ip_address(ip.split("%")[0])
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    return address.is_loopback
 
 
 def test_a_ray_of_our_own_listens_on_loopback_only(tmp_path: Path) -> None:
@@ -60,7 +38,7 @@ def test_a_ray_of_our_own_listens_on_loopback_only(tmp_path: Path) -> None:
         while time.monotonic() < deadline and child.poll() is None:
             journals = list((tmp_path / "runs").glob("*.log.jsonl"))
             if journals and len(journals[0].read_text().splitlines()) >= 2:
-                seen = _listeners(psutil.Process(child.pid))  # trials are running: Ray is up
+                seen = listeners(psutil.Process(child.pid))  # trials are running: Ray is up
                 break
             time.sleep(0.5)
         _, err = child.communicate(timeout=600)
@@ -70,7 +48,7 @@ def test_a_ray_of_our_own_listens_on_loopback_only(tmp_path: Path) -> None:
     assert child.returncode == 0, err[-3000:]
     names = set(seen.values())
     assert {"gcs_server", "raylet"} <= names, seen  # the cluster was up when we looked
-    beyond = {where: name for where, name in seen.items() if not _loopback(where[0])}
+    beyond = {where: name for where, name in seen.items() if not loopback(where[0])}
     assert not beyond, f"listening beyond loopback: {beyond}"
 
 

@@ -17,7 +17,8 @@ from wikiqa.evals.running.records import RunMeta
 from wikiqa.evals.running.runlog import ParquetBinding, RunLog
 from wikiqa.evals.running.scoring import Scored
 from wikiqa.evals.tasks.task import Task
-from wikiqa.inputs import MAX_PARQUET_BYTES, read_bounded
+from wikiqa.inputs import read_bounded
+from wikiqa.parquets import MAX_PARQUET_BYTES
 
 
 def file_hash(path: Path) -> str:

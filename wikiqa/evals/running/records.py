@@ -226,3 +226,13 @@ def portable(meta: RunMeta) -> RunMeta:
     return meta.model_copy(
         update={"config": config, "suite_path": str(suite) if suite else meta.suite_path}
     )
+
+
+class Verdicts(BaseModel):
+    """One trial's grading, as a pass recorded it."""
+
+    task_id: str
+    trial: int
+    decision: str
+    grades: list[dict[str, Any]]
+    judge_error: str | None = None

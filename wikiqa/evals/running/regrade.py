@@ -25,8 +25,6 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
-import pandas as pd
-
 from wikiqa.evals.graders.judge import Judge
 from wikiqa.evals.paths import git_sha
 from wikiqa.evals.running.frame import to_frame
@@ -35,8 +33,9 @@ from wikiqa.evals.running.records import TrialRecord
 from wikiqa.evals.running.runlog import PACKED, SUFFIX, ParquetBinding, RunLog, RunLogError
 from wikiqa.evals.running.runner import slug
 from wikiqa.evals.running.scoring import Scored, score
-from wikiqa.evals.tasks.task import Task, bytes_hash, parse_tasks, read_suite
+from wikiqa.evals.tasks.task import Task, TaskError, bytes_hash, parse_tasks, read_suite
 from wikiqa.inputs import InputError
+from wikiqa.parquets import read_parquet
 from wikiqa.project import project_root
 
 
@@ -59,10 +58,16 @@ def graded(log: RunLog, judge: Callable[[int], Judge] | None) -> tuple[RunLog, l
         raise RegradeError(f"{run_id} was graded with judge {meta.judge}: give it with --judge")
     suite_path = Path(meta.suite_path)  # a committed log names it from the project root
     suite_path = suite_path if suite_path.is_absolute() else project_root() / suite_path
-    raw = read_suite(suite_path)
-    if bytes_hash(raw) != meta.suite_hash:
-        raise RegradeError(f"{run_id} used suite {meta.suite_hash}; {suite_path} is now another")
-    tasks = parse_tasks(raw, suite_path)
+    try:  # a suite given by path outside the project is named by its absolute path: it may be
+        # gone, or on another machine
+        raw = read_suite(suite_path)
+        if bytes_hash(raw) != meta.suite_hash:
+            raise RegradeError(
+                f"{run_id} used suite {meta.suite_hash}; {suite_path} is now another"
+            )
+        tasks = parse_tasks(raw, suite_path)
+    except TaskError as err:
+        raise RegradeError(f"{run_id}'s suite cannot be read: {err}") from None
     if meta.config.limit is not None:
         # the tasks the run drew are the ones its log holds (how a limited run draws its tasks
         # has changed over time; the log is the record of what it ran)
@@ -130,7 +135,8 @@ def _check(
                 f"{parquet}: not the parquet {run_id}'s log binds (edited or replaced); "
                 "nothing to compare with"
             )
-        before = pd.read_parquet(parquet, columns=[*VERDICT_KEYS, "verdict"])
+        wanted = [*VERDICT_KEYS, "verdict"]
+        before = read_parquet(parquet, "run", wanted)[wanted]
     except (OSError, ValueError, InputError) as err:
         if isinstance(err, RegradeError):
             raise

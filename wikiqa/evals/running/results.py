@@ -23,7 +23,8 @@ import pandas as pd
 
 from wikiqa.evals.running.passes import file_hash
 from wikiqa.evals.running.runlog import RunLog, RunLogError, existing_log
-from wikiqa.inputs import InputError, read_parquet
+from wikiqa.inputs import InputError
+from wikiqa.parquets import read_parquet
 
 NO_LOG = "no log kept"
 RECORD_COLUMN = "record"

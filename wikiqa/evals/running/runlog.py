@@ -33,14 +33,15 @@ import hmac
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from wikiqa.evals.running.records import RunMeta, TrialRecord
+from wikiqa.evals.running.records import RunMeta, TrialRecord, Verdicts
 from wikiqa.evals.running.seal import SealError, committed_lines, seal, seal_key
-from wikiqa.inputs import InputError, MiB, TooLarge, inflate, read_bounded
+from wikiqa.inputs import InputError, MiB, read_bounded, read_lines
 from wikiqa.outputs import append_line, check_run_id, inside, write_atomic
 from wikiqa.secrets import scrub
 
@@ -48,8 +49,10 @@ FORMAT = "wikiqa-runlog/1"
 SUFFIX = ".log.jsonl"
 PACKED = ".log.jsonl.gz"
 LIMIT = 1024 * MiB  # a whole-suite run of a real model is tens of MiB; more is not a run log
+MAX_LINE = 64 * MiB  # a grading pass's line holds under a kilobyte a trial: 64 MiB is 60,000+
 LineKind = Literal["header", "trial", "cassette", "graded"]
 Provenance = Literal["sealed", "committed", "foreign"]
+Lines = Iterator[tuple[str, bool]]  # each line of a log, and whether it ended (a cut one did not)
 
 
 class RunLogError(ValueError):
@@ -69,16 +72,6 @@ class ParquetBinding(BaseModel):
 
     file: str
     sha256: str
-
-
-class Verdicts(BaseModel):
-    """One trial's grading, as a pass recorded it."""
-
-    task_id: str
-    trial: int
-    decision: str
-    grades: list[dict[str, Any]]
-    judge_error: str | None = None
 
 
 def log_path(out: Path, run_id: str) -> Path:
@@ -242,8 +235,7 @@ class RunLog:
         if self.cut_tail is None:
             return
         if self.packed:
-            text = _read_text(self.path)
-            whole = text[: len(text) - len(self.cut_tail)].encode()
+            whole = "".join(f"{line}\n" for line, ended in _lines(self.path) if ended).encode()
             write_atomic(self.path, gzip.compress(whole, mtime=0), self.root)
         else:
             data = read_bounded(self.path, LIMIT, "run log")
@@ -264,16 +256,17 @@ class RunLog:
             raise RunLogError(f"{path}: no such run log") from None
         if stat.S_ISLNK(info.st_mode):
             raise RunLogError(f"{path}: a symlink; a run log is read only as a regular file")
-        lines = _read_text(path).split("\n")
-        tail = lines.pop()  # "" when the file ends with a newline, else a line cut short
-        if not lines and not tail:
-            raise RunLogError(f"{path}: empty")
-        return cls._parse(path, out, run_id, lines, tail)
+        return cls._parse(path, out, run_id, _lines(path))
 
     @classmethod
-    def _parse(cls, path: Path, out: Path, run_id: str, lines: list[str], tail: str) -> RunLog:
+    def _parse(cls, path: Path, out: Path, run_id: str, lines: Lines) -> RunLog:
         chain, log, key, unsealed = FORMAT, None, _key(), []
-        for number, line in enumerate(lines, 1):
+        number, tail = 0, ""
+        for line, ended in lines:
+            if not ended:  # the last line, cut short by a kill: set aside
+                tail = line
+                break
+            number += 1
             where = f"{path}:{number}"
             body, chain, sealed = _checked(where, line, chain)
             if sealed is None or not hmac.compare_digest(sealed, seal(key, chain)):
@@ -293,9 +286,11 @@ class RunLog:
             except RunLogError as err:
                 raise RunLogError(f"{where}: {err}") from None
         if log is None:
-            raise RunLogError(f"{path}:1: no header (a line cut short)")
+            raise RunLogError(
+                f"{path}: empty" if not tail else f"{path}:1: no header (a line cut short)"
+            )
         log.cut_tail = tail or None
-        log.lines, log.unsealed = len(lines), unsealed
+        log.lines, log.unsealed = number, unsealed
         return log
 
     def _read(self, body: dict[str, Any]) -> None:
@@ -313,7 +308,10 @@ class RunLog:
                 {k: v for k, v in body.items() if k != "kind"}
             )
         elif kind == "graded":
-            self.passes = int(body["pass"])
+            number = body["pass"]
+            if type(number) is not int or number < 1:  # JSON reads `Infinity` and `1e999` too
+                raise RunLogError(f"a graded line's pass is {number!r}, not a pass number")
+            self.passes = number
             self.judges[self.passes] = body.get("judge")
             if body.get("parquet") is not None:
                 self.parquets[self.passes] = ParquetBinding.model_validate(body["parquet"])
@@ -343,15 +341,13 @@ def _key() -> bytes:
         raise RunLogError(str(err)) from None
 
 
-def _read_text(path: Path) -> str:
-    """A log file's text, plain or packed, bounded (a packed one as it inflates)."""
+def _lines(path: Path) -> Lines:
+    """A log file's lines, plain or packed, read a line at a time (`read_lines`): the file is
+    never held whole, and no line is longer than `MAX_LINE`."""
     try:
-        data = read_bounded(path, LIMIT, "run log")
-        if path.name.endswith(".gz"):
-            data = inflate(data, path, LIMIT, "run log")
-        return data.decode("utf-8")
-    except (TooLarge, InputError, UnicodeDecodeError) as err:
-        raise RunLogError(f"{path}: {err}") from None
+        yield from read_lines(path, LIMIT, MAX_LINE, "run log")
+    except InputError as err:  # over a cap, not UTF-8, corrupt gzip: the message names the file
+        raise RunLogError(str(err)) from None
 
 
 def _checked(where: str, line: str, previous: str) -> tuple[dict[str, Any], str, str | None]:

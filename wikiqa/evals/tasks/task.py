@@ -232,7 +232,11 @@ def resolve_suite(suite: str, holdout: bool = False) -> Path:
     bare = suite.isidentifier() and (folder / f"{suite}.jsonl").exists()
     named = suite in HOLDOUTS or suite in HOLDOUTS.values() or bare
     path = folder / f"{suite}.jsonl" if named else Path(suite)
-    if any(path.resolve() == h.resolve() for h in held):
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as err:  # a symlink loop (RuntimeError before Python 3.13)
+        raise TaskError(f"{suite}: cannot read task file: {err}") from None
+    if any(resolved == h.resolve() for h in held):
         raise TaskError("the held-out suite loads only with --holdout (run it once, at the end)")
     if named and not path.exists() and suite in HOLDOUTS:
         raise TaskError(f"{suite} is a held-out split only: run it with --holdout")
