@@ -183,9 +183,9 @@ def test_dense_retrieval_without_its_extra_is_one_line(
                  "--source", str(tiny.path)])  # fmt: skip
     err = capsys.readouterr().err
     assert code != 0 and "Traceback" not in err
-    assert err.strip().splitlines() == [f"wikiqa: error: {dense_module.MISSING}"]
+    assert err.strip().splitlines() == [f"wikiqa: error: {dense_module.missing()}"]
     out = tmp_path / "out"
     code = main(["eval", "--ranker", "dense", "--limit", "1", "--trials", "1", "--out", str(out)])
     err = capsys.readouterr().err
-    assert code != 0 and err.strip().splitlines() == [f"wikiqa: error: {dense_module.MISSING}"]
+    assert code != 0 and err.strip().splitlines() == [f"wikiqa: error: {dense_module.missing()}"]
     assert not out.exists() or not any(out.rglob("*.jsonl*"))  # no run was started

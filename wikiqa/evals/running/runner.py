@@ -128,10 +128,10 @@ class Runner:
             config.executor
         )  # Ray missing: said before anything is written
         if config.agent.ranker != "bm25" and config.executor == "local":
-            from wikiqa.sources.dense import MISSING, DenseError, dense_available
+            from wikiqa.sources.dense import DenseError, missing
 
-            if not dense_available():  # said before a log is started (a node of a cluster may
-                raise DenseError(MISSING)  # have it where the driver has not: not checked there)
+            if missing():  # said before a log is started (a node of a cluster may have it
+                raise DenseError(missing())  # where the driver has not: not checked there)
         suite_path = resolve_suite(config.suite, config.holdout)
         raw = read_suite(suite_path)
         all_tasks = parse_tasks(raw, suite_path)
