@@ -177,8 +177,12 @@ def test_dense_retrieval_without_its_extra_is_one_line(
 ) -> None:
     from wikiqa.cli import main
 
-    monkeypatch.setattr(dense_module, "dense_available", lambda: False)
+    # the extra as a fresh checkout has it: not installed (a pin no installed package matches)
+    monkeypatch.setattr(dense_module, "DENSE_PACKAGES", {"onnxruntime": "0.0.0-not-this"})
     monkeypatch.setattr(ranked._Cache, "dense", {})
+    assert not dense_module.dense_available() and "onnxruntime==0.0.0-not-this" in (
+        dense_module.missing()
+    )
     code = main(["ask", "How high is Everest?", "--ranker", "dense",
                  "--source", str(tiny.path)])  # fmt: skip
     err = capsys.readouterr().err
