@@ -119,3 +119,31 @@ def test_an_incomplete_or_judged_or_unknown_run_is_refused_and_nothing_is_writte
     assert sorted((out / "runs").iterdir()) == runs_before
     assert len(changelog.read(out)) == 1
     assert main(["regrade", run_id, "--out", str(out), "--change", "x"]) == 0  # restored: fine
+
+
+def test_a_suite_changed_in_place_is_read_at_the_version_the_run_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from wikiqa.evals.running.regrade import committed_version
+    from wikiqa.evals.tasks.task import bytes_hash
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    suite = tmp_path / "experiments" / "suite" / "plants.jsonl"
+    suite.parent.mkdir(parents=True)
+    first, second = b'{"id": "a"}\n', b'{"id": "a", "answers": ["b"]}\n'
+    git("init", "-q")
+    for version in (first, second):
+        suite.write_bytes(version)
+        git("add", ".")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "v")
+    monkeypatch.setenv("WIKIQA_ROOT", str(tmp_path))
+    # the working tree holds the second version; the first is found in the history by its hash
+    assert committed_version(suite, bytes_hash(first)) == first
+    assert committed_version(suite, bytes_hash(second)) == second
+    assert committed_version(suite, bytes_hash(b"never committed\n")) is None
+    outside = tmp_path.parent / "elsewhere.jsonl"
+    assert committed_version(outside, bytes_hash(first)) is None

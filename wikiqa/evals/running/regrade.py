@@ -19,6 +19,7 @@ graders never saw).
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -33,7 +34,14 @@ from wikiqa.evals.running.records import TrialRecord
 from wikiqa.evals.running.runlog import PACKED, SUFFIX, ParquetBinding, RunLog, RunLogError
 from wikiqa.evals.running.runner import slug
 from wikiqa.evals.running.scoring import Scored, score
-from wikiqa.evals.tasks.task import Task, TaskError, bytes_hash, parse_tasks, read_suite
+from wikiqa.evals.tasks.task import (
+    MAX_SUITE_BYTES,
+    Task,
+    TaskError,
+    bytes_hash,
+    parse_tasks,
+    read_suite,
+)
 from wikiqa.inputs import InputError
 from wikiqa.parquets import read_parquet
 from wikiqa.project import project_root
@@ -50,6 +58,41 @@ def _load(out: Path, run_id: str) -> RunLog:
         raise RegradeError(str(err)) from None
 
 
+# How far back the history of a suite file is searched for the version a run used.
+HISTORY_COMMITS = 200
+
+
+def committed_version(path: Path, digest: str) -> bytes | None:
+    """The version of a suite file inside the project that a run used (by its `bytes_hash`),
+    read from the repository's history when the file has since changed in place; None outside
+    a git checkout or when no commit of the file (among its last `HISTORY_COMMITS`) is that
+    version. Each version is size-checked before it is read."""
+    root = project_root()
+    try:
+        relative = path.resolve().relative_to(root.resolve()).as_posix()
+    except (OSError, ValueError):
+        return None
+
+    def git(*args: str) -> bytes:
+        return subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, check=True, timeout=60
+        ).stdout
+
+    try:
+        commits = git("log", f"-{HISTORY_COMMITS}", "--format=%H", "--", relative).split()
+        for commit in commits:
+            blob = f"{commit.decode()}:{relative}"
+            size = git("cat-file", "-s", blob).strip()
+            if not size.isdigit() or int(size) > MAX_SUITE_BYTES:
+                continue
+            data = git("cat-file", "blob", blob)
+            if bytes_hash(data) == digest:
+                return data
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return None
+
+
 def graded(log: RunLog, judge: Callable[[int], Judge] | None) -> tuple[RunLog, list[Task], Scored]:
     """`log`, its tasks, and every trial graded by this checkout's graders."""
     run_id = log.meta.run_id
@@ -62,8 +105,11 @@ def graded(log: RunLog, judge: Callable[[int], Judge] | None) -> tuple[RunLog, l
         # gone, or on another machine
         raw = read_suite(suite_path)
         if bytes_hash(raw) != meta.suite_hash:
+            raw = committed_version(suite_path, meta.suite_hash) or b""
+        if bytes_hash(raw) != meta.suite_hash:
             raise RegradeError(
-                f"{run_id} used suite {meta.suite_hash}; {suite_path} is now another"
+                f"{run_id} used suite {meta.suite_hash}; {suite_path} is now another, and no "
+                "commit of it is that version"
             )
         tasks = parse_tasks(raw, suite_path)
     except TaskError as err:
