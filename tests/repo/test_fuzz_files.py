@@ -477,11 +477,9 @@ def test_spoiled_files_in_process(
 
 
 @pytest.mark.slow
-def test_fifos_devices_and_oversized_files_in_a_bounded_child(
-    fuzz_root: Path, session_home: Path
-) -> None:
-    root = fuzz_root / "child"
-    planned = list(cases(root, _goods(fuzz_root), IN_CHILD, _watch(fuzz_root, session_home)))
+def _in_child(root: Path, planned: list[Case], session_home: Path) -> dict[str, Any]:
+    """Run the planned cases in one child process (`run_plan`), killed past CHILD_TIMEOUT_S;
+    its report (every case's result and the child's peak RSS)."""
     plan = root / "plan.json"
     plan.write_text(json.dumps([vars(c) for c in planned]))
     code = "import sys; from tests.repo.test_fuzz_files import run_plan; run_plan(sys.argv[1])"
@@ -495,7 +493,16 @@ def test_fifos_devices_and_oversized_files_in_a_bounded_child(
         stuck = Path(f"{plan}.progress").read_text()
         raise AssertionError(f"the child passed {CHILD_TIMEOUT_S} s, at: {stuck}") from None
     assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(Path(f"{plan}.out").read_text())
+    report: dict[str, Any] = json.loads(Path(f"{plan}.out").read_text())
+    return report
+
+
+def test_fifos_devices_and_oversized_files_in_a_bounded_child(
+    fuzz_root: Path, session_home: Path
+) -> None:
+    root = fuzz_root / "child"
+    planned = list(cases(root, _goods(fuzz_root), IN_CHILD, _watch(fuzz_root, session_home)))
+    report = _in_child(root, planned, session_home)
     failures = {r["id"]: wrong for r in report["results"] if (wrong := problems(r))}
     slowest = sorted(report["results"], key=lambda r: -r["seconds"])[:8]
     print(f"\nin the child: {len(planned)} cases, peak RSS {report['rss_mb']:.0f} MB; slowest:",
@@ -692,20 +699,7 @@ def test_files_under_their_caps_that_decode_to_gigabytes_in_a_bounded_child(
         argv = [a.format(**fill) for a in template]
         planned.append(Case(f"{' '.join(template[:2])} [{kind}, {how}]", str(folder), str(bad),
                             argv=argv, watch=[*_watch(fuzz_root, session_home), str(folder)]))  # fmt: skip
-    plan = root / "plan.json"
-    plan.write_text(json.dumps([vars(c) for c in planned]))
-    code = "import sys; from tests.repo.test_fuzz_files import run_plan; run_plan(sys.argv[1])"
-    env = os.environ | {"WIKIQA_HOME": str(session_home)}
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", code, str(plan)], cwd=ROOT, env=env, capture_output=True,
-            text=True, timeout=CHILD_TIMEOUT_S, check=False,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        stuck = Path(f"{plan}.progress").read_text()
-        raise AssertionError(f"the child passed {CHILD_TIMEOUT_S} s, at: {stuck}") from None
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(Path(f"{plan}.out").read_text())
+    report = _in_child(root, planned, session_home)
     print(f"\ndecoded: {len(planned)} cases, peak RSS {report['rss_mb']:.0f} MB")
     failures = {r["id"]: wrong for r in report["results"] if (wrong := problems(r))}
     assert not failures, json.dumps(failures, indent=1)
