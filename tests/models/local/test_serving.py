@@ -210,7 +210,12 @@ def test_a_server_that_dies_says_why_in_the_error(
     _fake_start(monkeypatch, tmp_path, [sys.executable, "-c", dies])
     ports: list[int] = []
     real = serving.free_port
-    monkeypatch.setattr(serving, "free_port", lambda preferred=0: ports.append(p := real()) or p)
+
+    def noted(preferred: int = 0) -> int:
+        ports.append(real())
+        return ports[-1]
+
+    monkeypatch.setattr(serving, "free_port", noted)
     with pytest.raises(serving.LocalModelError) as raised:
         serving.start(tmp_path / "m.gguf", timeout=30)
     message = str(raised.value)
