@@ -341,7 +341,9 @@ def test_fit_takes_a_half_of_one_run_and_the_whole_of_another(tmp_path: Path) ->
     in_fit = sum(task_half(f"t{i}") == "fit" for i in range(20))
     assert 0 < in_fit < 20
     cmd = [sys.executable, "-m", "wikiqa.cli", "confidence", "fit", "split", "--out", str(tmp_path)]
-    done = subprocess.run([*cmd, "--half", "fit", "--whole", "whole"], capture_output=True, text=True)
+    done = subprocess.run(
+        [*cmd, "--half", "fit", "--whole", "whole"], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     assert f"{3 * (in_fit + 20)} decided answers" in done.stdout
     assert "the fit half of split tasks" in done.stdout
