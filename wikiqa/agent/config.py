@@ -151,9 +151,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 
 # What `--mode reading` means on the command line when these levers are not given: the
-# reading agent measured best on the whole public2 suite (step 32: the top three leads read,
-# the titles the question names read too, five short answers for the agreement signals;
-# hybrid retrieval, step 35, was no better: results/reports/retrieval.md). The fields keep
+# reading agent measured best on the whole public2 suite (results/reports/retrieval.md): the
+# top three leads read, the titles the question names read too, five short answers for the
+# agreement signals; hybrid retrieval read more gold and answered no better. The fields keep
 # the tools mode's defaults, so a recorded configuration means what it meant when recorded.
 READING: dict[str, Any] = {"read_first": 3, "link_titles": True, "samples": 5}
 
