@@ -45,6 +45,15 @@ def test_cli_flags_are_generated_from_the_fields() -> None:
     assert agent_config(parser.parse_args(["--no-retrieval"])).retrieval is False
 
 
+def test_the_reading_mode_brings_its_measured_levers_unless_given() -> None:
+    parser = _parser()
+    reading = agent_config(parser.parse_args(["--mode", "reading"]))
+    assert reading == AgentConfig(mode="reading", read_first=3, link_titles=True, samples=5)
+    given = parser.parse_args(["--mode", "reading", "--read-first", "1", "--no-link-titles"])
+    assert agent_config(given) == AgentConfig(mode="reading", read_first=1, samples=5)
+    assert agent_config(parser.parse_args(["--read-first", "2"])) == AgentConfig(read_first=2)
+
+
 @pytest.mark.parametrize(
     ("argv", "error"),
     [(["--abstain-below", "2"], "--abstain-below Input should be less than or equal to 1"),

@@ -324,6 +324,35 @@ def test_confidence_fit_cli_chooses_l2_by_cross_validation(tmp_path: Path) -> No
     assert evidence.Weights.model_validate_json(saved.read_text()).points == 60
 
 
+@pytest.mark.slow
+def test_fit_takes_a_half_of_one_run_and_the_whole_of_another(tmp_path: Path) -> None:
+    """public2's fit half beside the whole dev suite: --half splits the runs it is given,
+    never a --whole one."""
+    from wikiqa.evals.labels.halves import task_half
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    focus = [i / 19 for i in range(20)]
+    verdicts = ["pass" if f > 0.4 else "fail" for f in focus]
+    _task_frame(focus, verdicts).to_parquet(runs / "split.parquet")
+    whole = _task_frame(focus, verdicts)
+    whole["task_id"] = [f"dev-{t}" for t in whole["task_id"]]
+    whole.to_parquet(runs / "whole.parquet")
+    in_fit = sum(task_half(f"t{i}") == "fit" for i in range(20))
+    assert 0 < in_fit < 20
+    cmd = [sys.executable, "-m", "wikiqa.cli", "confidence", "fit", "split", "--out", str(tmp_path)]
+    done = subprocess.run(
+        [*cmd, "--half", "fit", "--whole", "whole"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"{3 * (in_fit + 20)} decided answers" in done.stdout
+    assert "the fit half of split tasks" in done.stdout
+    halved = subprocess.run([*cmd, "--half", "fit"], capture_output=True, text=True)
+    assert f"{3 * in_fit} decided answers" in halved.stdout
+    missing = subprocess.run([*cmd, "--whole", "nope"], capture_output=True, text=True)
+    assert missing.returncode != 0 and missing.stderr.count("\n") == 1 and "nope" in missing.stderr
+
+
 def test_the_threshold_from_folds_keeps_as_many_answers_as_the_folds_allowed() -> None:
     # out of fold, the top 3 are right and the 4th wrong: risk <= 0.25 keeps 4 (1 wrong in 4)
     folds = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]

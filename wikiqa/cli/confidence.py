@@ -38,12 +38,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from wikiqa.models.evidence import WEIGHTS_FILES
 
     frames = []
-    for run in args.runs:
+    for run, split in [*((r, args.half) for r in args.runs), *((r, None) for r in args.whole)]:
         try:
-            frames.append(load_run(run, args.out))
+            frames.append(_half(load_run(run, args.out), split))
         except (FileNotFoundError, OSError) as err:
             raise CliError(f"{run}: no such run ({err})", EXIT_NOT_FOUND) from err
-    frame = _half(pd.concat(frames, ignore_index=True), args.half)  # a task's trials: one group
+    frame = pd.concat(frames, ignore_index=True)  # a task's trials: one group
     if not 0.0 < args.risk < 1.0:
         raise CliError(f"--risk must be in (0, 1), got {args.risk}", EXIT_USAGE)
     if args.l2 < 0:
@@ -59,8 +59,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
             held_out = found[l2]
         weights = fit(frame, risk=args.risk, l2=l2, features=args.features, held_out=held_out)
         if args.half:
+            halved = ", ".join(args.runs) if args.whole else "its"
             weights = weights.model_copy(
-                update={"fitted_on": f"{weights.fitted_on}, the {args.half} half of its tasks"}
+                update={"fitted_on": f"{weights.fitted_on}, the {args.half} half of {halved} tasks"}
             )
     except FitError as err:
         raise CliError(f"{' '.join(args.runs)}: {err}", EXIT_USAGE) from err
@@ -211,6 +212,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help=f"signals to fit on (default the evidence ones: {','.join(FEATURES)}; "
                    f"the reading mode's model also gives {','.join(MODEL_FEATURES)})")  # fmt: skip
     _add_split(f)
+    f.add_argument("--whole", action="append", default=[], metavar="RUN", help="a run whose "
+                   "every task is fitted on, whatever --half says (a suite no check label is "
+                   "drawn from: dev beside public2's fit half); repeatable")  # fmt: skip
     f.add_argument("--write", action="store_true", help="replace the --mode's shipped weights")
     f.add_argument("--save", type=Path, metavar="PATH", help="also write the weights to PATH "
                    "(for `confidence check --weights`), leaving the shipped ones alone")  # fmt: skip

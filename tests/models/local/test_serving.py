@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -195,3 +196,67 @@ def test_two_model_files_of_one_name_are_two_models(tmp_path: Path) -> None:
     assert first != second and first.startswith("model-")
     (tmp_path / "b" / "model.gguf").write_bytes(b"GGUF one")  # the same content: the same model
     assert serving.alias(tmp_path / "b" / "model.gguf") == first
+
+
+@pytest.mark.slow
+def test_a_server_that_dies_says_why_in_the_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from wikiqa.models.local import serving
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-user-key-never-echoed-5520")
+    dies = "import os, sys; sys.stderr.write('ERROR: [Errno 98] address in use ' + os.environ.get('X_ECHO', '') + '\\n'); sys.exit(1)"
+    monkeypatch.setenv("X_ECHO", "sk-user-key-never-echoed-5520")  # the server never gets it
+    _fake_start(monkeypatch, tmp_path, [sys.executable, "-c", dies])
+    ports: list[int] = []
+    real = serving.free_port
+
+    def noted(preferred: int = 0) -> int:
+        ports.append(real())
+        return ports[-1]
+
+    monkeypatch.setattr(serving, "free_port", noted)
+    with pytest.raises(serving.LocalModelError) as raised:
+        serving.start(tmp_path / "m.gguf", timeout=30)
+    message = str(raised.value)
+    assert message.endswith(": ERROR: [Errno 98] address in use")  # its last line, no secret
+    assert len(ports) == serving.ATTEMPTS == 3  # a fresh port each time
+    assert f":{ports[-1]} " in message
+
+
+@pytest.mark.slow
+def test_a_port_taken_between_check_and_bind_is_left_for_another(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The first port found free is bound by someone else before the server binds it: the
+    server exits, and the next start, on another free port, is the one returned."""
+    from wikiqa.models.local import serving
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    real = serving.free_port
+    given = iter([taken.getsockname()[1]])
+    monkeypatch.setattr(serving, "free_port", lambda preferred=0: next(given, None) or real())
+    seen = tmp_path / "env.json"
+    server = _KEYED_SERVER.replace(
+        "int(sys.argv[2])", "int(sys.argv[sys.argv.index('--port') + 1])"
+    )
+    command = [sys.executable, "-c", server, str(seen)]
+    monkeypatch.setattr(
+        serving, "server_command", lambda gguf, host, port, **kw: [*command, "--port", str(port)]
+    )
+    monkeypatch.setattr(serving, "gguf_for", lambda model: tmp_path / "m.gguf")
+    monkeypatch.setitem(sys.modules, "llama_cpp", object())
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    try:
+        started = serving.start(tmp_path / "m.gguf", timeout=30)
+        try:
+            port = int(started.spec.rsplit(":", 1)[1].split("/")[0])
+            assert port != taken.getsockname()[1]
+            assert serving._answers("127.0.0.1", port, started.key) == 200
+        finally:
+            started.process.kill()
+            started.process.wait()
+    finally:
+        taken.close()

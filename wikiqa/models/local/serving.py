@@ -13,6 +13,7 @@ our tool-call chat handler (`wikiqa.models.local.chat` says why not llama-cpp-py
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import os
@@ -178,7 +179,10 @@ def start(
     may bind it in between and answer in its place. So the server gets a random key of its own
     for this start (and none of this process's secrets), calls send that key and never the
     user's, and the server counts as started only once it answers that key and refuses a call
-    without it, which no squatter that does not know the key can do."""
+    without it, which no squatter that does not know the key can do. A server that exits
+    before it answers (its port taken in between, most often) is started again on another
+    free port, up to `ATTEMPTS` times, unless `port` was asked for; the error that ends it all
+    carries the server's last words on stderr."""
     try:
         import llama_cpp  # noqa: F401
     except ImportError as err:
@@ -187,10 +191,32 @@ def start(
         from wikiqa.config import Settings
 
         threads = Settings().server_threads
-    from wikiqa.secrets import secret_values
-
-    port = port or free_port(PORT)
     gguf = gguf_for(model)
+    deadline, why = time.monotonic() + timeout, ""
+    for attempt in range(1 if port else ATTEMPTS):
+        tried = port or free_port(PORT if attempt == 0 else 0)
+        started = _start_once(gguf, host, tried, threads, log, deadline)
+        if isinstance(started, Served):
+            return started
+        why = started
+        if time.monotonic() > deadline:
+            break
+    raise LocalModelError(
+        f"llama.cpp server did not start on {host}:{tried} (or another process holds that "
+        f"port){': ' + why if why else ''}"
+    )
+
+
+ATTEMPTS = 3  # starts on fresh ports before a server that keeps exiting is reported
+
+
+def _start_once(
+    gguf: Path, host: str, port: int, threads: int, log: Path | None, deadline: float
+) -> Served | str:
+    """One start on `port`: the server once it answers its key (and refuses a call without
+    it), or, when it exits first or `deadline` passes, the last line it wrote to stderr."""
+    from wikiqa.secrets import scrub, secret_values
+
     key = secrets.token_urlsafe(32)
     held = set(secret_values())
     env = {name: value for name, value in os.environ.items() if value not in held}
@@ -200,18 +226,33 @@ def start(
         server_command(gguf, host, port, threads=threads),
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + timeout
+    said = _drain(process)
     while not (_answers(host, port, key) == 200 and _answers(host, port, None) == 401):
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            raise LocalModelError(
-                f"llama.cpp server did not start on {host}:{port} (or another process holds "
-                "that port)"
-            )
+            process.wait()
+            time.sleep(0.1)  # the drain thread reads what was left in the pipe
+            return scrub(said[-1]) if said else ""
         time.sleep(0.2)
     return Served(process, spec(host, port, alias(gguf)), key)
+
+
+def _drain(process: subprocess.Popen[bytes]) -> collections.deque[str]:
+    """The server's stderr, read for as long as it runs (so its pipe never fills and blocks
+    it); the last few non-blank lines are kept, to say why a start failed."""
+    said: collections.deque[str] = collections.deque(maxlen=8)
+
+    def read() -> None:
+        assert process.stderr is not None
+        for raw in process.stderr:
+            line = raw.decode("utf-8", errors="replace").strip()
+            if line:
+                said.append(line[:300])
+
+    threading.Thread(target=read, name="server-stderr", daemon=True).start()
+    return said
 
 
 def _answers(host: str, port: int, key: str | None) -> int:
