@@ -228,20 +228,22 @@ def _start_once(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    said = _drain(process)
+    said, reader = _drain(process)
     while not (_answers(host, port, key) == 200 and _answers(host, port, None) == 401):
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             process.wait()
-            time.sleep(0.1)  # the drain thread reads what was left in the pipe
+            reader.join(timeout=5)  # the pipe is closed: it reads what was left, then ends
             return scrub(said[-1]) if said else ""
         time.sleep(0.2)
     return Served(process, spec(host, port, alias(gguf)), key)
 
 
-def _drain(process: subprocess.Popen[bytes]) -> collections.deque[str]:
-    """The server's stderr, read for as long as it runs (so its pipe never fills and blocks
-    it); the last few non-blank lines are kept, to say why a start failed."""
+def _drain(
+    process: subprocess.Popen[bytes],
+) -> tuple[collections.deque[str], threading.Thread]:
+    """The server's stderr, read by a thread for as long as it runs (so its pipe never fills
+    and blocks it); the last few non-blank lines are kept, to say why a start failed."""
     said: collections.deque[str] = collections.deque(maxlen=8)
 
     def read() -> None:
@@ -251,8 +253,9 @@ def _drain(process: subprocess.Popen[bytes]) -> collections.deque[str]:
             if line:
                 said.append(line[:300])
 
-    threading.Thread(target=read, name="server-stderr", daemon=True).start()
-    return said
+    reader = threading.Thread(target=read, name="server-stderr", daemon=True)
+    reader.start()
+    return said, reader
 
 
 def _answers(host: str, port: int, key: str | None) -> int:
